@@ -1,0 +1,157 @@
+// Package sandbox is the shared vocabulary of the places a Cline run can execute: the Spec of one
+// run, the Exit it ends with, and the Executor interface that sandbox/host (a process group on this
+// machine) and sandbox/docker (a hardened container) implement. It imports only the standard
+// library so that every other package can depend on it.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Isolation names where a run executes. The zero value is not valid; use IsolationHost.
+type Isolation string
+
+const (
+	IsolationHost   Isolation = "host"
+	IsolationDocker Isolation = "docker"
+)
+
+// AtLeast reports whether i isolates at least as much as floor.
+func (i Isolation) AtLeast(floor Isolation) bool {
+	return i.rank() >= floor.rank()
+}
+
+func (i Isolation) rank() int {
+	switch i {
+	case IsolationHost:
+		return 1
+	case IsolationDocker:
+		return 2
+	}
+	return 0
+}
+
+// ParseIsolation accepts "host" or "docker".
+func ParseIsolation(s string) (Isolation, error) {
+	switch Isolation(s) {
+	case IsolationHost, IsolationDocker:
+		return Isolation(s), nil
+	}
+	return "", fmt.Errorf("isolation %q: must be host or docker", s)
+}
+
+// Mount is a bind mount for container executors. Target is the absolute path inside the
+// container; the bridge always uses Target == Source so paths in Cline's answers are valid on the
+// host. The host executor ignores mounts.
+type Mount struct {
+	Source   string
+	Target   string
+	ReadOnly bool
+}
+
+// Tmpfs is a writable in-memory directory inside the container (HOME, /tmp).
+type Tmpfs struct {
+	Target string
+	SizeMB int
+}
+
+// Spec is one run of the Cline executable. The executor never uses a shell: Path and Args are
+// passed as they are. Stdin is always empty (/dev/null on the host, closed in a container)
+// because the real CLI reads a non-TTY stdin to EOF and appends it to the prompt.
+type Spec struct {
+	// Path is the executable: a host path for the host executor, a path inside the image for
+	// docker. Args excludes argv[0].
+	Path string
+	Args []string
+	// Env is the complete environment of the child ("KEY=value"). The host executor does not
+	// add the server's environment by itself; the caller decides.
+	Env []string
+	// Dir is the working directory of the child.
+	Dir string
+
+	// Stdout and Stderr receive the child's output as it arrives. They are written from
+	// executor goroutines, one writer per stream, never concurrently for the same stream.
+	// The executor never writes to the server's own stdout.
+	Stdout io.Writer
+	Stderr io.Writer
+
+	// StopGrace is the time between the polite stop (SIGINT to the process group, or
+	// `docker stop`) and the forced kill when ctx ends. Zero means DefaultStopGrace.
+	StopGrace time.Duration
+	// SettleGrace is how long the executor keeps reading stdout/stderr after the main process
+	// exited, for a grandchild that still holds the pipes. Zero means DefaultSettleGrace.
+	SettleGrace time.Duration
+
+	// Container-only fields; the host executor ignores them.
+	Mounts []Mount
+	Tmpfs  []Tmpfs
+	// Labels are set on the container in addition to the executor's own run/instance labels.
+	Labels map[string]string
+	// User is "uid:gid" for the container process; empty means the caller's uid:gid.
+	User string
+}
+
+// Defaults for Spec's graces. SettleGrace matches the seed's 500 ms settlement rule.
+const (
+	DefaultStopGrace   = 1 * time.Second
+	DefaultSettleGrace = 500 * time.Millisecond
+)
+
+// Exit is how a run ended.
+type Exit struct {
+	// Code is the exit status, or -1 when the process was ended by a signal.
+	Code int
+	// Signal is the terminating signal's name ("SIGKILL"), empty for a normal exit.
+	// A container that exits with 128+n is reported as Code 128+n and Signal of n.
+	Signal string
+	// Stopped is true when the executor itself stopped the run because ctx ended
+	// (timeout or cancellation), whatever the exit code then was.
+	Stopped bool
+	// StreamsCut is true when the streams were closed by the executor after SettleGrace
+	// because something still held them open after the main process exited.
+	StreamsCut bool
+	// Duration is the wall time from start to settlement.
+	Duration time.Duration
+}
+
+// Executor runs one Spec to completion. Run blocks until the child exited and its output was
+// settled, and it stops (polite stop, StopGrace, kill — of the whole process tree or container)
+// when ctx ends, returning the Exit with Stopped set and a nil error. Everything it started is
+// gone when Run returns. A non-nil error means the run could not be started at all; it is a
+// *LaunchError when the cause is on the user's side (missing executable, engine down, image
+// missing). Implementations are safe for concurrent use.
+type Executor interface {
+	Run(ctx context.Context, spec Spec) (Exit, error)
+}
+
+// LaunchError says why a run could not start and what the user can do about it.
+type LaunchError struct {
+	// Op is the step that failed ("start", "docker ping", "image inspect").
+	Op string
+	// Hint is one sentence telling the user how to fix it.
+	Hint string
+	// Missing is true when the executable (or image) does not exist, which the bridge may treat
+	// as the CLI being mid-update.
+	Missing bool
+	Err     error
+}
+
+func (e *LaunchError) Error() string {
+	msg := e.Op + ": " + e.Err.Error()
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
+}
+
+func (e *LaunchError) Unwrap() error { return e.Err }
+
+// IsLaunchError reports whether err is or wraps a *LaunchError.
+func IsLaunchError(err error) bool {
+	var le *LaunchError
+	return errors.As(err, &le)
+}
