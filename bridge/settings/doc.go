@@ -1,0 +1,9 @@
+// Package settings owns everything the bridge does to Cline's providers.json: finding it the way the real CLI
+// does (Path), the fair readers-writer lock that orders runs against each other (RWLock), the snapshot taken
+// before a run and the restore after it (Store.Begin, Run.End), the guard against the CLI wiping providers when
+// one entry fails its schema, the atomic write used for every change, and the private copy of the settings dir
+// a Docker run works on plus the merge back into the host file (Store.PrivateCopy, Store.MergeBack).
+//
+// Nothing here ever fails a run: problems with the settings file come back as warning strings, which never
+// contain values from the file (keys and tokens stay out of logs and tool results).
+package settings
