@@ -1,0 +1,67 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Sweep removes the leftovers of servers that died without cleaning up: every entry under Root
+// whose name has our pattern and whose owner.json names a process that no longer runs (or
+// whose pid now belongs to another process, told apart by its start time). Their worktrees are
+// deleted and pruned from the repository recorded in owner.json. Entries of live processes,
+// including this one, and anything that does not look like ours are never touched. Like Remove
+// it keeps going when ctx is cancelled, bounded by CleanupTimeout. It returns the entry
+// directories it removed; err joins the failures.
+func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	root := m.root()
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worktree sweep %s: %w", root, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !entryRE.MatchString(e.Name()) {
+			continue
+		}
+		entry := filepath.Join(root, e.Name())
+		data, err := os.ReadFile(filepath.Join(entry, "owner.json"))
+		if err != nil {
+			continue // no owner: not ours, or an entry being created right now
+		}
+		var o owner
+		if json.Unmarshal(data, &o) != nil || o.Tool != ownerTool || o.PID <= 0 || !filepath.IsAbs(o.Repo) {
+			continue
+		}
+		if ownerAlive(o) {
+			continue
+		}
+		if err := m.removeEntry(ctx, "", o.Repo, entry); err != nil {
+			errs = append(errs, fmt.Errorf("worktree sweep %s: %w", entry, err))
+			continue
+		}
+		removed = append(removed, entry)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// ownerAlive reports whether the process that wrote o still runs. When the platform cannot
+// tell a start time, a live pid is trusted (never remove what might be in use).
+func ownerAlive(o owner) bool {
+	if !processAlive(o.PID) {
+		return false
+	}
+	if o.PIDStartTime == 0 {
+		return true
+	}
+	start, ok := processStartTime(o.PID)
+	return !ok || start == o.PIDStartTime
+}
