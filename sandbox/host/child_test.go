@@ -1,0 +1,117 @@
+//go:build unix
+
+package host
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as every child the tests need: TestMain runs child mode when
+// HOSTEXEC_CHILD is set (like modelcontextprotocol/go-sdk's command tests), so no second binary
+// is built. Because Run passes exactly spec.Env, each spec names its mode itself.
+const childEnv = "HOSTEXEC_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(mode string) int {
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	switch mode {
+	case "exit":
+		code, _ := strconv.Atoi(os.Getenv("HOSTEXEC_CODE"))
+		fmt.Fprintf(out, "out %s\n", os.Getenv("HOSTEXEC_TAG"))
+		fmt.Fprintf(os.Stderr, "err %s\n", os.Getenv("HOSTEXEC_TAG"))
+		out.Flush()
+		return code
+	case "big":
+		// HOSTEXEC_BYTES bytes of a position-dependent pattern, in odd-sized writes.
+		n, _ := strconv.Atoi(os.Getenv("HOSTEXEC_BYTES"))
+		buf := make([]byte, 7919)
+		for pos := 0; pos < n; {
+			k := min(len(buf), n-pos)
+			for i := range k {
+				buf[i] = patternByte(pos + i)
+			}
+			if _, err := os.Stdout.Write(buf[:k]); err != nil {
+				return 2
+			}
+			pos += k
+		}
+		fmt.Fprint(os.Stderr, "stderr only\n")
+		return 0
+	case "stdin":
+		b, err := io.ReadAll(os.Stdin)
+		fi, serr := os.Stdin.Stat()
+		char := serr == nil && fi.Mode()&os.ModeCharDevice != 0
+		fmt.Fprintf(out, "bytes=%d err=%v char=%v\n", len(b), err, char)
+		return 0
+	case "env":
+		for _, kv := range os.Environ() {
+			fmt.Fprintf(out, "%s\x00", kv)
+		}
+		return 0
+	case "sigint-exit":
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, os.Interrupt)
+		fmt.Fprintln(out, "ready")
+		out.Flush()
+		<-c
+		fmt.Fprintln(out, "got SIGINT")
+		return 0
+	case "ignore":
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+		fmt.Fprintln(out, "ready")
+		out.Flush()
+		select {}
+	case "sleep":
+		time.Sleep(60 * time.Second) // a stand-in for a forgotten daemon; killed by the test
+		return 0
+	case "orphan", "orphan-setsid", "tree":
+		// Start a grandchild that inherits our stdout and sleeps; print its pid.
+		gc := exec.Command(os.Args[0])
+		gc.Env = []string{childEnv + "=sleep", "GORACE=atexit_sleep_ms=0"}
+		gc.Stdout = os.Stdout
+		if mode == "orphan-setsid" {
+			gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
+		if mode == "tree" {
+			gc.Env = []string{childEnv + "=ignore", "GORACE=atexit_sleep_ms=0"}
+		}
+		if err := gc.Start(); err != nil {
+			fmt.Fprintf(os.Stderr, "start grandchild: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(out, "pid=%d gc=%d\n", os.Getpid(), gc.Process.Pid)
+		if mode == "tree" {
+			signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+			fmt.Fprintln(out, "tree-ready")
+			out.Flush()
+			select {}
+		}
+		fmt.Fprintln(out, "bye")
+		return 0
+	case "selfterm":
+		fmt.Fprintln(out, "terminating")
+		out.Flush()
+		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		select {}
+	}
+	fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
+	return 99
+}
+
+func patternByte(pos int) byte { return byte(pos % 251) }

@@ -1,0 +1,62 @@
+//go:build unix
+
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// prepare puts the child into a new process group whose id is its pid, so that signals reach
+// the child and every descendant that stays in the group (the npm wrapper's real binary too).
+func prepare(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+type pgroup struct {
+	cmd  *exec.Cmd
+	pgid int
+}
+
+func attach(cmd *exec.Cmd) (group, error) {
+	return &pgroup{cmd: cmd, pgid: cmd.Process.Pid}, nil
+}
+
+func (g *pgroup) interrupt() error {
+	if err := unix.Kill(-g.pgid, unix.SIGINT); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("interrupt process group %d: %w", g.pgid, err)
+	}
+	return nil
+}
+
+// kill sends SIGKILL to the whole group. ESRCH (nobody left) is success.
+func (g *pgroup) kill() {
+	_ = unix.Kill(-g.pgid, unix.SIGKILL)
+}
+
+func (g *pgroup) close() {}
+
+func (g *pgroup) exit(ps *os.ProcessState) sandbox.Exit {
+	if ps == nil {
+		return sandbox.Exit{Code: -1}
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return sandbox.Exit{Code: ps.ExitCode()}
+	}
+	name := unix.SignalName(ws.Signal())
+	if name == "" {
+		name = fmt.Sprintf("signal %d", int(ws.Signal()))
+	}
+	return sandbox.Exit{Code: -1, Signal: name}
+}
+
+// isBadFormat reports an exec format error (a file the kernel cannot run).
+func isBadFormat(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
