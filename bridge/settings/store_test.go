@@ -1,0 +1,308 @@
+package settings
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/afero"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+const memPath = "/home/u/.cline/data/settings/providers.json"
+
+// secrets are values from the fixtures that must never show up in a warning.
+var secrets = []string{"sk-test-123", "sk-test-native", "sk-other-456", "at-old", "at-new", "rt-old", "rt-new"}
+
+func testdata(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// edit applies fn to a parsed copy of data and re-encodes it the way the CLI would.
+func edit(t *testing.T, data []byte, fn func(o *object)) []byte {
+	t.Helper()
+	o, err := parseObject(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn(o)
+	return o.encode()
+}
+
+// setPath sets a dotted path, creating objects on the way; v is any Go value JSON can express.
+func setPath(o *object, path string, v any) {
+	parts := strings.Split(path, ".")
+	for _, p := range parts[:len(parts)-1] {
+		next := o.getObject(p)
+		if next == nil {
+			next = newObject()
+			o.set(p, next)
+		}
+		o = next
+	}
+	o.set(parts[len(parts)-1], jsonValue(v))
+}
+
+func delPath(o *object, path string) {
+	parts := strings.Split(path, ".")
+	for _, p := range parts[:len(parts)-1] {
+		if o = o.getObject(p); o == nil {
+			return
+		}
+	}
+	o.del(parts[len(parts)-1])
+}
+
+func jsonValue(v any) any {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	o, err := parseObject([]byte(`{"v":` + string(data) + `}`))
+	if err != nil {
+		panic(err)
+	}
+	return o.vals["v"]
+}
+
+func memStore(t *testing.T) (*Store, *faultFS) {
+	t.Helper()
+	fs := newFaultFS(afero.NewMemMapFs())
+	if err := fs.MkdirAll("/tmp", 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return &Store{FS: fs, Path: memPath, TempDir: "/tmp"}, fs
+}
+
+func put(t *testing.T, s *Store, data []byte) {
+	t.Helper()
+	if err := s.FS.MkdirAll(filepath.Dir(s.Path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := afero.WriteFile(s.FS, s.Path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, s *Store) []byte {
+	t.Helper()
+	data, err := afero.ReadFile(s.FS, s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func checkWarnings(t *testing.T, got []string, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got warnings %q, want %d matching %q", got, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("got warning %q, want it to contain %q", got[i], w)
+		}
+	}
+	for _, g := range got {
+		for _, sec := range secrets {
+			if strings.Contains(g, sec) {
+				t.Errorf("warning %q leaks a secret value", g)
+			}
+		}
+	}
+}
+
+// checkNoLeftovers: no temp file beside providers.json, no private copy left in the temp dir.
+func checkNoLeftovers(t *testing.T, s *Store) {
+	t.Helper()
+	for _, dir := range []string{filepath.Dir(s.Path), s.TempDir} {
+		entries, err := afero.ReadDir(s.FS, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != filepath.Base(s.Path) {
+				t.Errorf("got leftover %s in %s, want none", e.Name(), dir)
+			}
+		}
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("got\n%s\nwant (%s)\n%s", got, path, want)
+	}
+}
+
+// oauth adds an OAuth credential to a provider, as a provider signed in with OAuth would have.
+func oauth(id, access, refresh string, expires int) func(o *object) {
+	return func(o *object) {
+		setPath(o, "providers."+id+".settings.auth", map[string]any{
+			"accessToken": access, "refreshToken": refresh, "expiresAt": expires,
+		})
+		setPath(o, "providers."+id+".tokenSource", "oauth")
+	}
+}
+
+func TestRestore(t *testing.T) {
+	type tc struct {
+		name     string
+		before   []byte // nil: no file before the run
+		ov       Override
+		after    []byte // what Cline left behind
+		golden   string // "" = the file must stay exactly as Cline left it, with no write at all
+		wantWarn []string
+	}
+	pong := testdata(t, "a_text_pong.before.json")
+	pongAfter := testdata(t, "a_text_pong.after.json")
+	provBefore := testdata(t, "o_provider_override.before.json")
+	provAfter := testdata(t, "o_provider_override.after.json")
+	tests := []tc{
+		{
+			name: "provider override (o_provider_override)", ov: Override{"openai-native", "gpt-fake"},
+			before: provBefore, after: provAfter, golden: "provider_override",
+		},
+		{
+			name: "provider override refreshes an oauth token and changes reasoning",
+			ov:   Override{"openai-native", "gpt-fake"},
+			before: edit(t, provBefore, func(o *object) {
+				oauth("openai-native", "at-old", "rt-old", 1)(o)
+				setPath(o, "providers.openai-native.settings.reasoning", map[string]any{"effort": "low"})
+			}),
+			after: edit(t, provAfter, func(o *object) {
+				oauth("openai-native", "at-new", "rt-new", 2)(o)
+				setPath(o, "providers.openai-native.settings.reasoning", map[string]any{"effort": "high", "enabled": true})
+			}),
+			golden: "provider_override_token_refresh",
+		},
+		{
+			name: "model-only override targets lastUsedProvider (o_model_override)", ov: Override{Model: "fake-model-2"},
+			before: testdata(t, "o_model_override.before.json"), after: testdata(t, "o_model_override.after.json"),
+			golden: "model_override",
+		},
+		{
+			name: "unconfigured provider: new block kept whole (o_provider_override_unconfigured)",
+			ov:   Override{"lmstudio", "some-model"},
+			before: testdata(t, "o_provider_override_unconfigured.before.json"),
+			after:  testdata(t, "o_provider_override_unconfigured.after.json"), golden: "provider_override_unconfigured",
+		},
+		{
+			name: "model absent before is removed again", ov: Override{Model: "m2"},
+			before: edit(t, pong, func(o *object) { delPath(o, "providers.openai-compatible.settings.model") }),
+			after:  edit(t, pongAfter, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "m2") }),
+			golden: "model_absent_before",
+		},
+		{
+			name: "reasoning added by the run is removed, lastUsedProvider absent before is removed",
+			ov:   Override{"openai-compatible", "m2"},
+			before: edit(t, pong, func(o *object) { delPath(o, "lastUsedProvider") }),
+			after: edit(t, pongAfter, func(o *object) {
+				setPath(o, "providers.openai-compatible.settings.model", "m2")
+				setPath(o, "providers.openai-compatible.settings.reasoning", map[string]any{"effort": "high"})
+			}),
+			golden: "fields_absent_before",
+		},
+		{
+			name: "no file before: only lastUsedProvider restored (o_no_providers_json)", ov: Override{"cline", "x"},
+			before: nil, after: testdata(t, "o_no_providers_json.after.json"), golden: "no_file_before",
+		},
+		{
+			name: "default run changes nothing tracked: no write (a_text_pong)",
+			before: pong, after: pongAfter,
+		},
+		{
+			name: "key override is kept, no write (o_key_override)",
+			before: testdata(t, "o_key_override.before.json"), after: testdata(t, "o_key_override.after.json"),
+		},
+		{
+			name: "override run that changed nothing tracked: no write", ov: Override{Model: "fake-model"},
+			before: pong, after: pongAfter,
+		},
+		{
+			name: "invalid-entry wipe on a default run (o_invalid_providers_json_entry)",
+			before: testdata(t, "o_invalid_providers_json_entry.before.json"),
+			after:  testdata(t, "o_invalid_providers_json_entry.after.json"), golden: "invalid_entry_wipe",
+			wantWarn: []string{"dropped provider(s) openai-compatible, lmstudio"},
+		},
+		{
+			name: "invalid-entry wipe on a model override",
+			ov:   Override{Model: "m2"},
+			before: testdata(t, "o_invalid_providers_json_entry.before.json"),
+			after:  testdata(t, "o_invalid_providers_json_entry.after.json"), golden: "invalid_entry_wipe_override",
+			wantWarn: []string{"dropped provider(s) openai-compatible, lmstudio"},
+		},
+		{
+			name: "unknown fields dropped by the CLI are put back in place; key order kept",
+			ov:   Override{Model: "m2"},
+			before: edit(t, pong, func(o *object) {
+				setPath(o, "userNote", "keep me")
+				setPath(o, "providers.openai-compatible.settings.customHeaderX", "1")
+				o.keys = []string{"version", "userNote", "lastUsedProvider", "modes", "providers"}
+			}),
+			after: edit(t, pongAfter, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "m2") }),
+			golden:   "unknown_fields",
+			wantWarn: []string{"dropped 2 field(s)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, fs := memStore(t)
+			if tt.before != nil {
+				put(t, s, tt.before)
+			}
+			run, warns := s.Begin(tt.ov)
+			checkWarnings(t, warns, nil)
+			put(t, s, tt.after) // Cline's run
+			renamesBefore := fs.renames
+			checkWarnings(t, run.End(), tt.wantWarn)
+			got := get(t, s)
+			if tt.golden == "" {
+				if string(got) != string(tt.after) {
+					t.Errorf("got\n%s\nwant Cline's file unchanged\n%s", got, tt.after)
+				}
+				if fs.renames != renamesBefore {
+					t.Errorf("got %d writes, want none", fs.renames-renamesBefore)
+				}
+			} else {
+				golden(t, tt.golden, got)
+				fi, err := s.FS.Stat(s.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.Mode().Perm(); got != 0o600 {
+					t.Errorf("got mode %v, want 0600", got)
+				}
+			}
+			checkNoLeftovers(t, s)
+			if got := run.End(); got != nil {
+				t.Errorf("second End: got %q, want nil", got)
+			}
+		})
+	}
+}
