@@ -27,11 +27,11 @@ const maxFileSize = 4 << 20
 // serialises the bridge's own read-modify-write cycles (default runs share the read lock and may end at once).
 // Run ordering against each other is the caller's job, through RWLock.
 type Store struct {
-	FS      afero.Fs // afero.NewOsFs() in production
-	Path    string   // providers.json, from Path()
-	GOOS    string   // "" = runtime.GOOS; "windows" turns on the rename retry
+	FS      afero.Fs                            // afero.NewOsFs() in production
+	Path    string                              // providers.json, from Path()
+	GOOS    string                              // "" = runtime.GOOS; "windows" turns on the rename retry
 	Rename  func(oldpath, newpath string) error // nil = FS.Rename
-	TempDir string   // parent of private temp dirs; "" = os.TempDir()
+	TempDir string                              // parent of private temp dirs; "" = os.TempDir()
 
 	mu    sync.Mutex
 	sleep func(time.Duration) // nil = time.Sleep; tests record the backoff instead

@@ -207,8 +207,8 @@ func TestRestore(t *testing.T) {
 			golden: "model_override",
 		},
 		{
-			name: "unconfigured provider: new block kept whole (o_provider_override_unconfigured)",
-			ov:   Override{"lmstudio", "some-model"},
+			name:   "unconfigured provider: new block kept whole (o_provider_override_unconfigured)",
+			ov:     Override{"lmstudio", "some-model"},
 			before: testdata(t, "o_provider_override_unconfigured.before.json"),
 			after:  testdata(t, "o_provider_override_unconfigured.after.json"), golden: "provider_override_unconfigured",
 		},
@@ -219,8 +219,8 @@ func TestRestore(t *testing.T) {
 			golden: "model_absent_before",
 		},
 		{
-			name: "reasoning added by the run is removed, lastUsedProvider absent before is removed",
-			ov:   Override{"openai-compatible", "m2"},
+			name:   "reasoning added by the run is removed, lastUsedProvider absent before is removed",
+			ov:     Override{"openai-compatible", "m2"},
 			before: edit(t, pong, func(o *object) { delPath(o, "lastUsedProvider") }),
 			after: edit(t, pongAfter, func(o *object) {
 				setPath(o, "providers.openai-compatible.settings.model", "m2")
@@ -233,11 +233,11 @@ func TestRestore(t *testing.T) {
 			before: nil, after: testdata(t, "o_no_providers_json.after.json"), golden: "no_file_before",
 		},
 		{
-			name: "default run changes nothing tracked: no write (a_text_pong)",
+			name:   "default run changes nothing tracked: no write (a_text_pong)",
 			before: pong, after: pongAfter,
 		},
 		{
-			name: "key override is kept, no write (o_key_override)",
+			name:   "key override is kept, no write (o_key_override)",
 			before: testdata(t, "o_key_override.before.json"), after: testdata(t, "o_key_override.after.json"),
 		},
 		{
@@ -245,14 +245,14 @@ func TestRestore(t *testing.T) {
 			before: pong, after: pongAfter,
 		},
 		{
-			name: "invalid-entry wipe on a default run (o_invalid_providers_json_entry)",
+			name:   "invalid-entry wipe on a default run (o_invalid_providers_json_entry)",
 			before: testdata(t, "o_invalid_providers_json_entry.before.json"),
 			after:  testdata(t, "o_invalid_providers_json_entry.after.json"), golden: "invalid_entry_wipe",
 			wantWarn: []string{"dropped provider(s) openai-compatible, lmstudio"},
 		},
 		{
-			name: "invalid-entry wipe on a model override",
-			ov:   Override{Model: "m2"},
+			name:   "invalid-entry wipe on a model override",
+			ov:     Override{Model: "m2"},
 			before: testdata(t, "o_invalid_providers_json_entry.before.json"),
 			after:  testdata(t, "o_invalid_providers_json_entry.after.json"), golden: "invalid_entry_wipe_override",
 			wantWarn: []string{"dropped provider(s) openai-compatible, lmstudio"},
@@ -265,7 +265,7 @@ func TestRestore(t *testing.T) {
 				setPath(o, "providers.openai-compatible.settings.customHeaderX", "1")
 				o.keys = []string{"version", "userNote", "lastUsedProvider", "modes", "providers"}
 			}),
-			after: edit(t, pongAfter, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "m2") }),
+			after:    edit(t, pongAfter, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "m2") }),
 			golden:   "unknown_fields",
 			wantWarn: []string{"dropped 2 field(s)"},
 		},
