@@ -427,3 +427,21 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 		t.Errorf("TopLevel with GIT_DIR of another repo in env: got %s, want %s", top, resolved(t, repo))
 	}
 }
+
+func TestRootIsMadePrivate(t *testing.T) {
+	m := newManager(t)
+	if err := os.MkdirAll(m.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(m.Root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := m.Add(t.Context(), newRepo(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wt.Remove(context.Background()) })
+	if fi, err := os.Stat(m.Root); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("root mode: got %v (%v), want 0700", fi.Mode().Perm(), err)
+	}
+}

@@ -5,6 +5,7 @@ package worktree
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -14,14 +15,15 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// checkPrivate refuses a root that another user owns or others can write to.
+// checkPrivate refuses a root that another user owns, and makes one of ours 0700 again if
+// someone widened it, because worktrees hold the user's source code.
 func checkPrivate(root string, fi fs.FileInfo) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if ok && int(st.Uid) != syscall.Getuid() {
 		return errors.New("worktree root " + root + ": owned by another user")
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return errors.New("worktree root " + root + ": writable by group or others")
+	if fi.Mode().Perm() != 0o700 {
+		return os.Chmod(root, 0o700)
 	}
 	return nil
 }
