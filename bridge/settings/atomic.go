@@ -27,15 +27,15 @@ func renameBackoff(attempt int) time.Duration {
 
 // writeAtomic replaces path with data: a 0600 temp file in the same directory, fsync, rename over the original.
 // A reader sees the old bytes or the new ones, never a mix. On any error the original is untouched and the temp
-// file is gone.
+// file is gone. Errors are the *PathError/*LinkError of the step that failed (they name the op and the file).
 func (s *Store) writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	if err := s.FS.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create settings dir %s: %w", dir, err)
+		return err
 	}
 	f, err := afero.TempFile(s.FS, dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("create temp file in %s: %w", dir, err)
+		return err
 	}
 	tmp := f.Name()
 	defer func() {
@@ -45,16 +45,16 @@ func (s *Store) writeAtomic(path string, data []byte) (err error) {
 		}
 	}()
 	if err := s.FS.Chmod(tmp, 0o600); err != nil { // TempFile asks for 0600; make it explicit whatever the umask
-		return fmt.Errorf("chmod %s: %w", tmp, err)
+		return err
 	}
 	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+		return err
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", tmp, err)
+		return err
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
+		return err
 	}
 	if err := s.rename(tmp, path); err != nil {
 		return err
@@ -87,9 +87,9 @@ func (s *Store) rename(tmp, path string) error {
 		}
 	}
 	if s.goos() == "windows" && retryableRename(err) {
-		return fmt.Errorf("rename %s after %d attempts: %w", path, renameAttempts, err)
+		return fmt.Errorf("gave up after %d attempts: %w", renameAttempts, err)
 	}
-	return fmt.Errorf("rename %s: %w", path, err)
+	return err
 }
 
 func retryableRename(err error) bool {

@@ -237,7 +237,11 @@ func (r *Run) end() []string {
 		return warns
 	}
 	if err := s.writeAtomic(s.Path, doc.encode()); err != nil {
-		return append(warns, fmt.Sprintf("settings: could not write %s (%v); it keeps what Cline wrote, so the override may still be the default", s.Path, errText(err)))
+		consequence := "the entries Cline dropped were not put back"
+		if r.tracked {
+			consequence = "the override may still be Cline's default"
+		}
+		return append(warns, fmt.Sprintf("settings: could not write %s (%v); it keeps what Cline wrote, so %s", s.Path, errText(err), consequence))
 	}
 	return warns
 }

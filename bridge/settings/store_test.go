@@ -107,6 +107,9 @@ func get(t *testing.T, s *Store) []byte {
 
 func checkWarnings(t *testing.T, got []string, want []string) {
 	t.Helper()
+	for _, g := range got {
+		t.Logf("warning: %s", g)
+	}
 	if len(got) != len(want) {
 		t.Fatalf("got warnings %q, want %d matching %q", got, len(want), want)
 	}
