@@ -76,16 +76,16 @@ func runChild(mode string) int {
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 		fmt.Fprintln(out, "ready")
 		out.Flush()
-		select {}
+		blockForever()
 	case "sleep":
 		time.Sleep(60 * time.Second) // a stand-in for a forgotten daemon; killed by the test
 		return 0
-	case "orphan", "orphan-setsid", "tree":
+	case "orphan", "orphan-setsid", "tree", "tree-setsid":
 		// Start a grandchild that inherits our stdout and sleeps; print its pid.
 		gc := exec.Command(os.Args[0])
 		gc.Env = []string{childEnv + "=sleep", "GORACE=atexit_sleep_ms=0"}
 		gc.Stdout = os.Stdout
-		if mode == "orphan-setsid" {
+		if mode == "orphan-setsid" || mode == "tree-setsid" {
 			gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		}
 		if mode == "tree" {
@@ -96,11 +96,11 @@ func runChild(mode string) int {
 			return 2
 		}
 		fmt.Fprintf(out, "pid=%d gc=%d\n", os.Getpid(), gc.Process.Pid)
-		if mode == "tree" {
+		if mode == "tree" || mode == "tree-setsid" {
 			signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 			fmt.Fprintln(out, "tree-ready")
 			out.Flush()
-			select {}
+			blockForever()
 		}
 		fmt.Fprintln(out, "bye")
 		return 0
@@ -108,10 +108,18 @@ func runChild(mode string) int {
 		fmt.Fprintln(out, "terminating")
 		out.Flush()
 		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-		select {}
+		blockForever()
 	}
 	fmt.Fprintf(os.Stderr, "unknown child mode %q\n", mode)
 	return 99
 }
 
 func patternByte(pos int) byte { return byte(pos % 251) }
+
+// blockForever parks the child until it is killed. A bare select{} would trip the runtime's
+// deadlock detector (exit 2) when no other goroutine exists.
+func blockForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}

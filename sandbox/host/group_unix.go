@@ -29,16 +29,29 @@ func attach(cmd *exec.Cmd) (group, error) {
 	return &pgroup{cmd: cmd, pgid: cmd.Process.Pid}, nil
 }
 
+// interrupt sends SIGINT to the group — once: a second SIGINT makes the real CLI exit 1 from
+// its top-level handler. Only when the group is gone (the child moved itself elsewhere) is the
+// child signalled directly.
 func (g *pgroup) interrupt() error {
-	if err := unix.Kill(-g.pgid, unix.SIGINT); err != nil && !errors.Is(err, unix.ESRCH) {
+	err := unix.Kill(-g.pgid, unix.SIGINT)
+	if errors.Is(err, unix.ESRCH) {
+		err = g.cmd.Process.Signal(os.Interrupt)
+		if errors.Is(err, os.ErrProcessDone) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("interrupt process group %d: %w", g.pgid, err)
 	}
 	return nil
 }
 
-// kill sends SIGKILL to the whole group. ESRCH (nobody left) is success.
+// kill sends SIGKILL to the whole group, and to the child itself in case it left the group
+// (os.Process knows when it was reaped, so this never hits a recycled pid). Idempotent;
+// "nobody left" is success.
 func (g *pgroup) kill() {
 	_ = unix.Kill(-g.pgid, unix.SIGKILL)
+	_ = g.cmd.Process.Kill()
 }
 
 func (g *pgroup) close() {}

@@ -211,7 +211,9 @@ func pump(wg *sync.WaitGroup, w io.Writer, r io.Reader) {
 	if w == nil {
 		w = io.Discard
 	}
-	buf := make([]byte, 32*1024)
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
@@ -225,6 +227,12 @@ func pump(wg *sync.WaitGroup, w io.Writer, r io.Reader) {
 		}
 	}
 }
+
+// bufPool recycles the pumps' read buffers across runs.
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, 32*1024)
+	return &b
+}}
 
 // sameWriter reports a == b without panicking on uncomparable dynamic types.
 func sameWriter(a, b io.Writer) (same bool) {

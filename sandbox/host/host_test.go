@@ -248,6 +248,41 @@ func TestSetsidGrandchildDoesNotHangRun(t *testing.T) {
 	}
 }
 
+// With default graces, cancellation ends Run within 2 s even in the worst case: the child
+// ignores SIGINT (killed after StopGrace) and an escaped grandchild holds the pipes (cut
+// SettleGrace after the kill). The settle grace counts from the exit, not from the cancel.
+func TestCancelWorstCaseBounded(t *testing.T) {
+	stdout := newWatch(contains("tree-ready\n"))
+	spec := childSpec(t, "tree-setsid")
+	spec.Stdout = stdout
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan runResult, 1)
+	go func() {
+		x, err := New().Run(ctx, spec)
+		done <- runResult{x, err, time.Now()}
+	}()
+	awaitHit(t, stdout, testTimeout, "tree-ready line")
+	child, gc := pids(t, stdout.String())
+	t.Cleanup(func() { _ = unix.Kill(gc, unix.SIGKILL) })
+	cancelled := time.Now()
+	cancel()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	if !r.exit.Stopped || !r.exit.StreamsCut || r.exit.Signal != "SIGKILL" {
+		t.Errorf("exit: got %+v, want Stopped, StreamsCut, SIGKILL", r.exit)
+	}
+	elapsed := r.at.Sub(cancelled)
+	minimum := sandbox.DefaultStopGrace + sandbox.DefaultSettleGrace
+	if elapsed < minimum || elapsed > 5*time.Second {
+		t.Errorf("Run returned %v after cancel, want between %v and 5s (2s expected)", elapsed, minimum)
+	}
+	t.Logf("returned %v after cancel", elapsed)
+	assertGone(t, child, "child")
+}
+
 func TestKilledByExternalSignal(t *testing.T) {
 	spec := childSpec(t, "selfterm")
 	x, err := run(t, spec)
