@@ -1,0 +1,225 @@
+package redact
+
+import "bytes"
+
+// Name/value detectors: JSON and JS object keys, YAML and HTTP headers
+// (name: value), env and query definitions (NAME=value), URL user-info
+// passwords and PEM private key blocks.
+
+// colonValue handles b[i] == ':'. A quoted name ("apiKey", \"apiKey\" inside
+// a JSON string, 'apiKey') keeps only string values; an unquoted name
+// (Authorization:, X-Api-Key:, password:) takes a quoted value, or an
+// unquoted token that looks secret or ends the line.
+func colonValue(b []byte, i int, sp []span) []span {
+	j := i - 1
+	for j >= 0 && (b[j] == ' ' || b[j] == '\t') {
+		j--
+	}
+	if j < 0 {
+		return sp
+	}
+	var name []byte
+	quotedKey := false
+	if b[j] == '"' || b[j] == '\'' {
+		k := backslashesBefore(b, j, 0)
+		end := j - k
+		st := end
+		for st > 0 && isNameChar(b[st-1]) {
+			st--
+		}
+		if st == end || st == 0 || b[st-1] != b[j] || backslashesBefore(b, st-1, 0) != k {
+			return sp
+		}
+		name, quotedKey = b[st:end], true
+	} else {
+		if j != i-1 {
+			return sp // "the key : x" is prose; unquoted names touch their colon
+		}
+		st := i
+		for st > 0 && isNameChar(b[st-1]) {
+			st--
+		}
+		if st >= 2 && b[st-1] == '/' && b[st-2] == '/' {
+			return sp // URL user-info: urlPassword's job
+		}
+		name = bytes.TrimLeft(b[st:i], "-.")
+	}
+	if !secretName(name) {
+		return sp
+	}
+	p := i + 1
+	for p < len(b) && (b[p] == ' ' || b[p] == '\t') {
+		p++
+	}
+	if s, e, ok := quotedValue(b, p, authName(name)); ok {
+		return appendSpan(sp, b, s, e)
+	}
+	if quotedKey {
+		return sp // a number, bool, null, object or array: not a string secret
+	}
+	s, e := p, run(b, p, valueChars)
+	if authName(name) && e < len(b) && b[e] == ' ' && inFold(b[s:e], authSchemes) {
+		s = e
+		for s < len(b) && b[s] == ' ' {
+			s++
+		}
+		return appendSpan(sp, b, s, run(b, s, valueChars))
+	}
+	if looksSecret(b[s:e]) || (e-s >= 6 && atLineEnd(b, e)) {
+		return appendSpan(sp, b, s, e)
+	}
+	return sp
+}
+
+// equalsValue handles b[i] == '=' in NAME=value, export NAME="value",
+// --api-key=value and ?api_key=value. Without spaces around '=' any value is
+// redacted (the syntax is a definition); "name = value" needs a quoted or
+// secret-looking value.
+func equalsValue(b []byte, i int, sp []span) []span {
+	if i+1 < len(b) && b[i+1] == '=' {
+		return sp
+	}
+	if i > 0 && bytes.IndexByte([]byte("=!<>"), b[i-1]) >= 0 {
+		return sp
+	}
+	spaced := false
+	j := i
+	for j > 0 && (b[j-1] == ' ' || b[j-1] == '\t') {
+		j--
+		spaced = true
+	}
+	st := j
+	for st > 0 && isNameChar(b[st-1]) {
+		st--
+	}
+	name := bytes.TrimLeft(b[st:j], "-.")
+	if !secretName(name) {
+		return sp
+	}
+	p := i + 1
+	for p < len(b) && (b[p] == ' ' || b[p] == '\t') {
+		p++
+		spaced = true
+	}
+	if s, e, ok := quotedValue(b, p, false); ok {
+		return appendSpan(sp, b, s, e)
+	}
+	e := run(b, p, valueChars)
+	if e == p || (spaced && !looksSecret(b[p:e])) {
+		return sp
+	}
+	return appendSpan(sp, b, p, e)
+}
+
+// valueChars are the bytes of an unquoted value: everything but whitespace,
+// quotes, JSON escapes and the separators of lists, queries and markup.
+var valueChars = func() *charClass {
+	var c charClass
+	for x := 0x21; x < 256; x++ {
+		c[x] = true
+	}
+	for _, x := range []byte("\"'`,;&<>(){}\\|") {
+		c[x] = false
+	}
+	c[0x7f] = false
+	return &c
+}()
+
+// quotedValue matches a quoted string value at b[p] whose opening quote may
+// be escaped any number of times (\"sk-..\" inside a JSON string) and
+// returns the inner span. An unterminated value runs to the end of b:
+// when in doubt, redact.
+func quotedValue(b []byte, p int, auth bool) (int, int, bool) {
+	m := 0
+	for p+m < len(b) && b[p+m] == '\\' {
+		m++
+	}
+	if p+m >= len(b) || (b[p+m] != '"' && b[p+m] != '\'') {
+		return 0, 0, false
+	}
+	q := b[p+m]
+	s := p + m + 1
+	e := len(b)
+	for k := s; k < len(b); {
+		x := bytes.IndexByte(b[k:], q)
+		if x < 0 {
+			break
+		}
+		pos := k + x
+		n := backslashesBefore(b, pos, s)
+		if n <= m {
+			e = pos - n
+			break
+		}
+		if m == 0 && n%2 == 0 {
+			e = pos
+			break
+		}
+		k = pos + 1
+	}
+	if auth {
+		w := run(b, s, alnum)
+		if w < e && b[w] == ' ' && inFold(b[s:w], authSchemes) {
+			for s = w; s < e && b[s] == ' '; s++ {
+			}
+		}
+	}
+	return s, e, true
+}
+
+// appendSpan adds [s, e) unless it is empty or already just a Marker, which
+// keeps redaction idempotent.
+func appendSpan(sp []span, b []byte, s, e int) []span {
+	if e <= s || bytes.Equal(b[s:e], markerBytes) {
+		return sp
+	}
+	return append(sp, span{s, e})
+}
+
+func atLineEnd(b []byte, e int) bool {
+	return e == len(b) || b[e] == '\n' || b[e] == '\r' || b[e] == '\\' || b[e] == '"' || b[e] == '\''
+}
+
+// urlPassword handles b[i] == ':' of "scheme://user:password@host" and
+// redacts the password.
+func urlPassword(b []byte, i int, sp []span) []span {
+	if !bytes.HasPrefix(b[i+1:], []byte("//")) {
+		return sp
+	}
+	s := i + 3
+	lim := min(len(b), s+256)
+	colon := -1
+	for k := s; k < lim; k++ {
+		switch c := b[k]; {
+		case c == '@':
+			if colon >= 0 && k > colon+1 {
+				return append(sp, span{colon + 1, k})
+			}
+			return sp
+		case c == ':' && colon < 0:
+			colon = k
+		case c <= ' ' || bytes.IndexByte([]byte("/?#\"'<>\\"), c) >= 0:
+			return sp
+		}
+	}
+	return sp
+}
+
+// pemBody handles b[i] == '-' of "-----BEGIN ... PRIVATE KEY-----": it
+// returns the body up to "-----END", or to the end of b with open set.
+func pemBody(b []byte, i int) (s, e int, open, ok bool) {
+	const begin = "-----BEGIN "
+	if !bytes.HasPrefix(b[i:], []byte(begin)) {
+		return 0, 0, false, false
+	}
+	h := i + len(begin)
+	x := bytes.Index(b[h:min(len(b), h+64)], []byte("-----"))
+	if x < 0 || !bytes.Contains(b[h:h+x], []byte("PRIVATE KEY")) {
+		return 0, 0, false, false
+	}
+	s = h + x + 5
+	if y := bytes.Index(b[s:], []byte("-----END")); y >= 0 {
+		return s, s + y, false, true
+	}
+	return s, len(b), true, true
+}
