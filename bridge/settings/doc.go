@@ -4,6 +4,15 @@
 // one entry fails its schema, the atomic write used for every change, and the private copy of the settings dir
 // a Docker run works on plus the merge back into the host file (Store.PrivateCopy, Store.MergeBack).
 //
+// A host run:
+//
+//	lock.Lock(ctx) for an override, lock.RLock(ctx) otherwise (ctx.Err() → result kind "cancelled")
+//	run, warns := store.Begin(ov)
+//	defer: warns = append(warns, run.End()...); then unlock — End runs on every path, also cancel/failure
+//
+// A Docker run: take the read lock, c, err := store.PrivateCopy(""), release it; run the container with c.Dir as
+// its data dir; then take the write lock for warns := store.MergeBack(c, ov) only; c.Close().
+//
 // Nothing here ever fails a run: problems with the settings file come back as warning strings, which never
 // contain values from the file (keys and tokens stay out of logs and tool results).
 package settings

@@ -309,3 +309,25 @@ func TestRestore(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentDefaultRunsRepairOnce: two default runs (sharing the read lock) both saw Cline wipe the file and
+// end at the same moment. The guard serialises itself and re-reads before writing, so the providers come back
+// once, the second run finds nothing to repair, and nothing either run's CLI wrote is lost.
+func TestConcurrentDefaultRunsRepairOnce(t *testing.T) {
+	s, fs := memStore(t)
+	put(t, s, testdata(t, "o_invalid_providers_json_entry.before.json"))
+	runA, _ := s.Begin(Override{})
+	runB, _ := s.Begin(Override{})
+	put(t, s, testdata(t, "o_invalid_providers_json_entry.after.json"))
+	warns := make(chan []string, 2)
+	for _, r := range []*Run{runA, runB} {
+		go func() { warns <- r.End() }()
+	}
+	got := append(<-warns, <-warns...)
+	checkWarnings(t, got, []string{"dropped provider(s) openai-compatible, lmstudio"})
+	if fs.renames != 1 {
+		t.Errorf("got %d writes, want 1", fs.renames)
+	}
+	golden(t, "invalid_entry_wipe", get(t, s))
+	checkNoLeftovers(t, s)
+}
