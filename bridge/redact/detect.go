@@ -60,7 +60,7 @@ var tokenRules = []tokenRule{
 	{prefix: "ghs_", class: alnum, min: 20},
 	{prefix: "ghr_", class: alnum, min: 20},
 	{prefix: "github_pat_", class: alnumUnder, min: 20},
-	{prefix: "glpat-", class: b64url, min: 20}, // GitLab
+	{prefix: "glpat-", class: b64url, min: 20},   // GitLab
 	{prefix: "xoxb-", class: alnumDash, min: 10}, // Slack
 	{prefix: "xoxp-", class: alnumDash, min: 10},
 	{prefix: "xoxa-", class: alnumDash, min: 10},
@@ -69,7 +69,7 @@ var tokenRules = []tokenRule{
 	{prefix: "xoxe-", class: alnumDash, min: 10},
 	{prefix: "AKIA", class: upperNum, min: 16, max: 16}, // AWS access key id
 	{prefix: "ASIA", class: upperNum, min: 16, max: 16},
-	{prefix: "AIza", class: b64url, min: 30},   // Google API key
+	{prefix: "AIza", class: b64url, min: 30},     // Google API key
 	{prefix: "ya29.", class: b64urlDot, min: 20}, // Google OAuth access token
 	{prefix: "hf_", class: alnum, min: 30},       // Hugging Face
 	{prefix: "gsk_", class: alnum, min: 20},      // Groq
