@@ -1,0 +1,125 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// progress turns the runner's live messages into notifications/progress for one request:
+// throttled (the latest message wins), plus a heartbeat whenever nothing was sent for a while,
+// so clients whose deadlines reset on progress stay alive during long, silent model calls.
+// Messages reaching it are already redacted by the runner.
+type progress struct {
+	srv      *server.MCPServer
+	ctx      context.Context
+	token    mcp.ProgressToken
+	throttle time.Duration
+	start    time.Time
+
+	mu      sync.Mutex
+	n       int
+	last    time.Time
+	lastMsg string
+	pending string
+	timer   *time.Timer
+	closed  bool
+}
+
+func newProgress(ctx context.Context, srv *server.MCPServer, token mcp.ProgressToken, throttle, heartbeat time.Duration) *progress {
+	p := &progress{srv: srv, ctx: ctx, token: token, throttle: throttle, start: time.Now()}
+	if token == nil {
+		p.closed = true
+		return p
+	}
+	p.send("started")
+	go p.heartbeat(heartbeat)
+	return p
+}
+
+// Report is the run.Progress callback. Safe for concurrent use.
+func (p *progress) Report(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	if wait := p.throttle - time.Since(p.last); wait > 0 {
+		p.pending = msg
+		if p.timer == nil {
+			p.timer = time.AfterFunc(wait, p.flush)
+		}
+		return
+	}
+	p.sendLocked(msg)
+}
+
+func (p *progress) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timer = nil
+	if p.closed || p.pending == "" {
+		return
+	}
+	p.sendLocked(p.pending)
+}
+
+func (p *progress) heartbeat(every time.Duration) {
+	t := time.NewTicker(every / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		if time.Since(p.last) >= every/2 {
+			msg := fmt.Sprintf("still working (%ds)", int(time.Since(p.start).Seconds()))
+			if p.lastMsg != "" {
+				msg += ": " + p.lastMsg
+			}
+			p.sendLocked(msg)
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *progress) send(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sendLocked(msg)
+}
+
+func (p *progress) sendLocked(msg string) {
+	p.n++
+	p.last = time.Now()
+	p.pending = ""
+	if msg != "" && msg != "started" {
+		p.lastMsg = msg
+	}
+	// A full notification channel drops the message; progress is advisory.
+	_ = p.srv.SendNotificationToClient(p.ctx, "notifications/progress", map[string]any{
+		"progressToken": p.token,
+		"progress":      p.n,
+		"message":       msg,
+	})
+}
+
+// Close stops the heartbeat and any pending send; no notification follows the result.
+func (p *progress) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+}

@@ -1,0 +1,130 @@
+// Package mcpserver owns the MCP face of cline-mcp: the three tool definitions (input and output
+// schemas, annotations), argument validation before any side effect, progress notifications, and
+// the one mapping from a run.Result to MCP content. It is the only package that uses mcp-go's
+// server side.
+package mcpserver
+
+import (
+	"context"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cline-mcp/cline-mcp/bridge/run"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// Runner executes one validated call. *run.Runner implements it.
+type Runner interface {
+	Do(ctx context.Context, call run.Call, progress run.Progress) run.Result
+}
+
+// Options configures a Server. Zero values mean the defaults noted per field.
+type Options struct {
+	Name    string // default "cline-mcp"
+	Version string
+	Runner  Runner
+	// Floor is the server's isolation floor (--isolation); default host.
+	Floor sandbox.Isolation
+	// GOOS selects platform rules such as the Windows prompt limits; default runtime.GOOS.
+	GOOS string
+	// Heartbeat is the longest silence between progress notifications; default 10 s.
+	Heartbeat time.Duration
+	// Throttle is the shortest gap between event-driven progress notifications; default 500 ms.
+	Throttle time.Duration
+	Logger   *slog.Logger
+}
+
+// Server is the stdio MCP server.
+type Server struct {
+	opts Options
+	mcp  *server.MCPServer
+	val  validator
+}
+
+// New registers the three tools.
+func New(opts Options) *Server {
+	if opts.Name == "" {
+		opts.Name = "cline-mcp"
+	}
+	if opts.Floor == "" {
+		opts.Floor = sandbox.IsolationHost
+	}
+	if opts.GOOS == "" {
+		opts.GOOS = runtime.GOOS
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 10 * time.Second
+	}
+	if opts.Throttle <= 0 {
+		opts.Throttle = 500 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		opts: opts,
+		mcp: server.NewMCPServer(opts.Name, opts.Version,
+			server.WithToolCapabilities(false),
+			server.WithRecovery(),
+			server.WithInstructions("Delegate work to the local Cline CLI: ask_cline (read-only analysis), "+
+				"apply_cline_edits (edit the git checkout at cwd; commits forbidden; returns the diff), "+
+				"ask_cline_workspace (read-only analysis in a disposable worktree of HEAD)."),
+		),
+		val: validator{goos: opts.GOOS, floor: opts.Floor, wd: os.Getwd},
+	}
+	for _, spec := range toolSpecs {
+		s.mcp.AddTool(spec.mcpTool(), s.handler(spec.tool))
+	}
+	return s
+}
+
+// MCP exposes the underlying mcp-go server (tests use it in-process).
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// Serve speaks MCP over in/out until in reaches EOF or ctx ends. Calls still running then are
+// cancelled and finish their cleanup (processes, containers, worktrees, settings) before Serve
+// returns. Nothing but JSON-RPC is ever written to out.
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	std := server.NewStdioServer(s.mcp)
+	std.SetErrorLogger(log.New(slogWriter{s.opts.Logger}, "", 0))
+	server.WithWorkerPoolSize(100)(std)
+	server.WithQueueSize(1000)(std)
+	return std.Listen(ctx, in, out)
+}
+
+func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		log := s.opts.Logger.With("tool", string(tool))
+		call, err := s.val.call(tool, req.Params.Arguments)
+		if err != nil {
+			log.Info("rejected call", "reason", err.Error())
+			return toolResult(tool, run.Result{Kind: "launch_failed", Message: "invalid arguments: " + err.Error()}), nil
+		}
+		var token mcp.ProgressToken
+		if req.Params.Meta != nil {
+			token = req.Params.Meta.ProgressToken
+		}
+		p := newProgress(ctx, s.mcp, token, s.opts.Throttle, s.opts.Heartbeat)
+		start := time.Now()
+		res := s.opts.Runner.Do(ctx, call, p.Report)
+		p.Close()
+		log.Info("call finished", "ok", res.OK, "kind", res.Kind, "attempts", res.Attempts,
+			"isolation", string(res.Isolation), "seconds", time.Since(start).Seconds())
+		return toolResult(tool, res), nil
+	}
+}
+
+// slogWriter routes mcp-go's own log lines to our logger (stderr), never stdout.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn("mcp-go", "msg", string(p))
+	return len(p), nil
+}

@@ -1,0 +1,263 @@
+package mcpserver
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/cline-mcp/cline-mcp/bridge/run"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// Limits from the seed. The Windows limits exist because cline.exe receives the prompt on a
+// command line that CreateProcess caps at 32,767 UTF-16 code units.
+const (
+	DefaultTimeoutSeconds = 180
+	MaxTimeoutSeconds     = 300
+	WindowsMaxPrompt      = 20000
+	WindowsMaxSystem      = 8000
+	WindowsMaxTogether    = 24000
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:/@-]{1,120}$`)
+
+var thinkingLevels = []string{"none", "low", "medium", "high", "xhigh"}
+
+// reserved are property names that the original Node bridge rejected because they reach
+// Object.prototype; we reject them too so that clients see the same contract.
+var reserved = map[string]bool{"__proto__": true, "constructor": true, "prototype": true}
+
+// invalidArg is a validation failure; its message names the field and the rule.
+type invalidArg struct{ msg string }
+
+func (e *invalidArg) Error() string { return e.msg }
+
+func invalid(format string, args ...any) error {
+	return &invalidArg{msg: fmt.Sprintf(format, args...)}
+}
+
+// validator turns raw tool arguments into a run.Call, or says exactly which rule failed.
+// Nothing is spawned, locked or written before it has accepted the call.
+type validator struct {
+	goos  string            // injectable so Windows limits are testable on Linux
+	floor sandbox.Isolation // the server's isolation floor
+	wd    func() (string, error)
+}
+
+// fields each tool accepts; anything else is rejected so a typo never silently does less.
+var toolFields = map[run.Tool][]string{
+	run.AskCline:          {"prompt", "cwd", "thinking", "timeoutSeconds", "systemPrompt", "provider", "model", "isolation"},
+	run.ApplyClineEdits:   {"prompt", "cwd", "thinking", "timeoutSeconds", "provider", "model", "isolation"},
+	run.AskClineWorkspace: {"prompt", "cwd", "thinking", "timeoutSeconds", "provider", "model", "isolation"},
+}
+
+func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
+	call := run.Call{Tool: tool, Thinking: "none", TimeoutSeconds: DefaultTimeoutSeconds}
+	if raw == nil {
+		raw = map[string]any{}
+	}
+	args, ok := raw.(map[string]any)
+	if !ok {
+		return call, invalid("arguments must be a JSON object")
+	}
+	if path := findReserved(args, "arguments"); path != "" {
+		return call, invalid("%s: reserved property name is not allowed (__proto__, constructor and prototype are rejected anywhere in the arguments)", path)
+	}
+	allowed := map[string]bool{}
+	for _, f := range toolFields[tool] {
+		allowed[f] = true
+	}
+	var unknown []string
+	for k := range args {
+		if !allowed[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return call, invalid("unknown argument %q for %s (accepted: %s)", unknown[0], tool, strings.Join(toolFields[tool], ", "))
+	}
+
+	var err error
+	if call.Prompt, err = str(args, "prompt"); err != nil {
+		return call, err
+	}
+	if strings.TrimSpace(call.Prompt) == "" {
+		return call, invalid("prompt is required and must be a non-empty string")
+	}
+	if call.SystemPrompt, err = str(args, "systemPrompt"); err != nil {
+		return call, err
+	}
+	for _, f := range []struct{ name, val string }{{"prompt", call.Prompt}, {"systemPrompt", call.SystemPrompt}} {
+		if strings.ContainsRune(f.val, 0) {
+			return call, invalid("%s must not contain NUL characters (they cannot be passed on a command line)", f.name)
+		}
+	}
+	if v.goos == "windows" {
+		p, s := utf16Len(call.Prompt), utf16Len(call.SystemPrompt)
+		switch {
+		case p > WindowsMaxPrompt:
+			return call, invalid("prompt is %d characters; on Windows the limit is %d", p, WindowsMaxPrompt)
+		case s > WindowsMaxSystem:
+			return call, invalid("systemPrompt is %d characters; on Windows the limit is %d", s, WindowsMaxSystem)
+		case p+s > WindowsMaxTogether:
+			return call, invalid("prompt and systemPrompt together are %d characters; on Windows the limit is %d", p+s, WindowsMaxTogether)
+		}
+	}
+
+	if th, present := args["thinking"]; present {
+		s, ok := th.(string)
+		if !ok || !contains(thinkingLevels, s) {
+			return call, invalid("thinking must be one of %s (got %s)", strings.Join(thinkingLevels, ", "), describe(th))
+		}
+		call.Thinking = s
+	}
+
+	if t, present := args["timeoutSeconds"]; present {
+		n, ok := t.(float64)
+		if !ok || n != math.Trunc(n) || n < 1 {
+			return call, invalid("timeoutSeconds must be a positive integer number of seconds (got %s)", describe(t))
+		}
+		if n > MaxTimeoutSeconds {
+			return call, invalid("timeoutSeconds must be at most %d (got %s); it is rejected, not clamped", MaxTimeoutSeconds, describe(t))
+		}
+		call.TimeoutSeconds = int(n)
+	}
+
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"provider", &call.Provider}, {"model", &call.Model}} {
+		if *f.dst, err = str(args, f.name); err != nil {
+			return call, err
+		}
+		if _, present := args[f.name]; present && !idPattern.MatchString(*f.dst) {
+			return call, invalid("%s must match ^[A-Za-z0-9._:/@-]{1,120}$ (got %s)", f.name, describe(args[f.name]))
+		}
+	}
+
+	if iso, present := args["isolation"]; present {
+		s, _ := iso.(string)
+		parsed, err := sandbox.ParseIsolation(s)
+		if err != nil {
+			return call, invalid("isolation must be \"host\" or \"docker\" (got %s)", describe(iso))
+		}
+		if !parsed.AtLeast(v.floor) {
+			return call, invalid("isolation %q is weaker than this server's floor %q (started with --isolation %s); a call may ask for more isolation, never less", parsed, v.floor, v.floor)
+		}
+		call.Isolation = parsed
+	}
+
+	if call.Cwd, err = str(args, "cwd"); err != nil {
+		return call, err
+	}
+	if _, present := args["cwd"]; !present && tool != run.AskCline {
+		return call, invalid("cwd is required for %s (the git checkout to work in)", tool)
+	}
+	if call.Cwd == "" {
+		if _, present := args["cwd"]; present {
+			return call, invalid("cwd must be a non-empty path")
+		}
+		if call.Cwd, err = v.wd(); err != nil {
+			return call, invalid("cwd: the server's working directory is unavailable: %v", err)
+		}
+	}
+	if strings.ContainsRune(call.Cwd, 0) {
+		return call, invalid("cwd must not contain NUL characters")
+	}
+	if !filepath.IsAbs(call.Cwd) {
+		base, err := v.wd()
+		if err != nil {
+			return call, invalid("cwd %q is relative and the server's working directory is unavailable: %v", call.Cwd, err)
+		}
+		call.Cwd = filepath.Join(base, call.Cwd)
+	}
+	call.Cwd = filepath.Clean(call.Cwd)
+	st, err := os.Stat(call.Cwd)
+	if err != nil {
+		return call, invalid("cwd %q must be an existing directory: %v", call.Cwd, err)
+	}
+	if !st.IsDir() {
+		return call, invalid("cwd %q must be a directory, not a file", call.Cwd)
+	}
+	return call, nil
+}
+
+func str(args map[string]any, name string) (string, error) {
+	v, present := args[name]
+	if !present {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", invalid("%s must be a string (got %s)", name, describe(v))
+	}
+	return s, nil
+}
+
+// findReserved returns the JSON path of the first reserved property name, or "".
+func findReserved(v any, path string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if reserved[k] {
+				return path + "." + k
+			}
+			if p := findReserved(x[k], path+"."+k); p != "" {
+				return p
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p := findReserved(e, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		if len(x) > 60 {
+			x = x[:60] + "…"
+		}
+		return fmt.Sprintf("%q", x)
+	case float64:
+		return fmt.Sprintf("%v", x)
+	case bool:
+		return fmt.Sprintf("%v", x)
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// utf16Len counts characters the way the seed's Node bridge (and Windows) does.
+func utf16Len(s string) int {
+	return len(utf16.Encode([]rune(s)))
+}

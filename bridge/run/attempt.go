@@ -1,0 +1,268 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// attempt is what one execution of the CLI produced.
+type attempt struct {
+	n          int
+	iso        sandbox.Isolation
+	verdict    cline.Verdict
+	exit       sandbox.Exit
+	ran        bool // the process started
+	toolCalls  int
+	stdoutTail string
+	stderrTail string
+}
+
+// retryGuard may veto a retry (apply_cline_edits: only when the first attempt changed nothing).
+// It returns "" to allow the retry, or the reason not to.
+type retryGuard func(ctx context.Context, a attempt) string
+
+// withSettings runs the attempts under the settings discipline of the first attempt's isolation:
+// on the host, default calls share the read lock and override calls hold the write lock for the
+// run and the restore; in Docker the run touches only a private copy, so locks are taken only
+// around the copy and the merge-back (inside the Docker attempt).
+func (k *call) withSettings(ctx context.Context, guard retryGuard) Result {
+	if k.iso == sandbox.IsolationDocker {
+		return k.attempts(ctx, guard, false)
+	}
+	lock := k.r.cfg.Lock
+	if k.Override() {
+		if err := lock.Lock(ctx); err != nil {
+			return k.fail(cline.KindCancelled, "the call was cancelled while it waited for the settings lock (an override run holds it)", false)
+		}
+		defer lock.Unlock()
+	} else {
+		if err := lock.RLock(ctx); err != nil {
+			return k.fail(cline.KindCancelled, "the call was cancelled while it waited for the settings lock (an override run holds it)", false)
+		}
+		defer lock.RUnlock()
+	}
+	sr, warns := k.r.cfg.Settings.Begin(settings.Override{Provider: k.Provider, Model: k.Model})
+	k.warnings = append(k.warnings, warns...)
+	res := k.attempts(ctx, guard, true)
+	res.Warnings = append(res.Warnings, sr.End()...)
+	return res
+}
+
+// attempts is the seed's retry policy: one retry with a 2–3 s cancellable backoff for transient
+// errors and cline_updating; a timeout is retried only when timeoutSeconds <= 120; nothing else.
+func (k *call) attempts(ctx context.Context, guard retryGuard, lockHeld bool) Result {
+	iso := k.iso
+	var a attempt
+	for n := 1; ; n++ {
+		a = k.attempt(ctx, iso, n, lockHeld)
+		k.res.Attempts = n
+		k.res.AttemptIsolation = append(k.res.AttemptIsolation, iso)
+		k.res.Isolation = iso
+		if a.verdict.OK || n >= 2 || ctx.Err() != nil || !cline.ShouldRetry(a.verdict, k.TimeoutSeconds) {
+			break
+		}
+		if guard != nil {
+			if why := guard(ctx, a); why != "" {
+				k.warnings = append(k.warnings, "not retried: "+why)
+				break
+			}
+		}
+		wait := k.r.cfg.Backoff()
+		k.progress(fmt.Sprintf("attempt %d failed (%s); retrying in %.1f s", n, a.verdict.Kind, wait.Seconds()))
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			k.fillFrom(a)
+			return k.fail(cline.KindCancelled, fmt.Sprintf("the call was cancelled while waiting to retry after %s: %s", a.verdict.Kind, a.verdict.Message), false)
+		case <-t.C:
+		}
+		if ri := k.r.cfg.RetryIsolation; ri != "" && ri.AtLeast(iso) {
+			iso = ri
+		}
+	}
+	return k.finish(a)
+}
+
+// fillFrom copies the process facts of an attempt into the result.
+func (k *call) fillFrom(a attempt) {
+	k.res.StdoutTail, k.res.StderrTail = a.stdoutTail, a.stderrTail
+	k.res.ExitCode, k.res.Signal = nil, nil
+	if a.ran {
+		if a.exit.Code >= 0 {
+			code := a.exit.Code
+			k.res.ExitCode = &code
+		}
+		if a.exit.Signal != "" {
+			sig := a.exit.Signal
+			k.res.Signal = &sig
+		}
+	}
+}
+
+func (k *call) finish(a attempt) Result {
+	k.fillFrom(a)
+	v := a.verdict
+	k.warnings = append(k.warnings, v.Warnings...)
+	if v.OK {
+		res := k.res
+		res.OK = true
+		res.Text = v.Text
+		res.Model = v.Model
+		if v.Usage != nil {
+			res.Usage = &Usage{InputTokens: v.Usage.InputTokens, OutputTokens: v.Usage.OutputTokens,
+				CacheReadTokens: v.Usage.CacheReadTokens, CacheWriteTokens: v.Usage.CacheWriteTokens, TotalCost: v.Usage.TotalCost}
+		}
+		return res
+	}
+	retryable := v.Kind == cline.KindTransientProviderError || v.Kind == cline.KindClineUpdating || v.Kind == cline.KindTimeout
+	return k.fail(v.Kind, v.Message, retryable)
+}
+
+// attempt runs the CLI once in the given isolation and classifies the outcome.
+func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHeld bool) attempt {
+	a := attempt{n: n, iso: iso}
+	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(n, ev) })
+	stderr := &cline.StderrScanner{}
+	outTail, errTail := k.red.NewTail(redact.DefaultTailChars), k.red.NewTail(redact.DefaultTailChars)
+	spec := sandbox.Spec{
+		Stdout:      io.MultiWriter(parser, outTail),
+		Stderr:      io.MultiWriter(stderr, errTail),
+		StopGrace:   k.r.cfg.StopGrace,
+		SettleGrace: k.r.cfg.SettleGrace,
+	}
+	req := cline.Request{
+		Prompt: k.Prompt, SystemPrompt: k.SystemPrompt, Cwd: k.dir, Thinking: k.Thinking,
+		Provider: k.Provider, Model: k.Model, AutoApprove: !(k.Tool.Analysis() && k.r.cfg.SeedPolicy),
+	}
+
+	var exec sandbox.Executor
+	var after func()
+	var err error
+	if iso == sandbox.IsolationDocker {
+		exec = k.r.cfg.Docker
+		after, err = k.dockerSpec(ctx, &spec, &req, n, lockHeld)
+	} else {
+		exec = k.r.cfg.Host
+		err = k.hostSpec(&spec, &req, n)
+	}
+	if after != nil {
+		defer after()
+	}
+	if err != nil {
+		a.verdict = launchVerdict(err)
+		return a
+	}
+	if exec == nil {
+		a.verdict = cline.Verdict{Kind: cline.KindLaunchFailed, Message: "Docker isolation is unavailable: " + errText(k.r.cfg.DockerErr)}
+		return a
+	}
+
+	k.progress(fmt.Sprintf("attempt %d: starting Cline (%s)", n, iso))
+	actx, cancel := context.WithTimeout(ctx, time.Duration(k.TimeoutSeconds)*time.Second)
+	exit, err := exec.Run(actx, spec)
+	deadline := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	parser.Close()
+	stderr.Close()
+	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
+	if err != nil {
+		a.verdict = launchVerdict(err)
+		return a
+	}
+	a.ran, a.exit = true, exit
+	sum := parser.Summary()
+	a.toolCalls = sum.ToolCalls
+	a.verdict = cline.Classify(cline.Outcome{
+		ExitCode:       exit.Code,
+		Signal:         exit.Signal,
+		TimedOut:       exit.Stopped && deadline,
+		Cancelled:      exit.Stopped && !deadline,
+		TimeoutSeconds: k.TimeoutSeconds,
+		Elapsed:        exit.Duration,
+		Stdout:         sum,
+		Stderr:         stderr.Summary(),
+		Analysis:       k.Tool.Analysis(),
+	})
+	if exit.StreamsCut {
+		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
+	}
+	return a
+}
+
+// launchVerdict maps a failure to start. A missing executable that was found a moment ago is the
+// CLI being updated (npm replaces files in place), which is worth one retry.
+func launchVerdict(err error) cline.Verdict {
+	var le *sandbox.LaunchError
+	if errors.As(err, &le) && le.Missing && le.Op != "image inspect" {
+		return cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
+	}
+	var nf *notFoundError
+	if errors.As(err, &nf) && nf.updating {
+		return cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
+	}
+	return cline.Verdict{Kind: cline.KindLaunchFailed, Message: err.Error()}
+}
+
+// hostSpec fills the spec for a run on this machine.
+func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) error {
+	path, err := k.r.cfg.ClinePath()
+	if err != nil {
+		return err
+	}
+	extra := map[string]string{}
+	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
+		p, err := k.writeGlobalSettings(filepath.Join(k.private, fmt.Sprintf("global-settings-%d.json", n)), k.r.globalSettingsPath(), cline.ReadOnlyDisabledTools)
+		if err != nil {
+			return err
+		}
+		extra["CLINE_GLOBAL_SETTINGS_PATH"] = p
+	}
+	spec.Path = path
+	spec.Args = cline.Args(*req)
+	spec.Env = cline.Env(k.r.cfg.Env, extra)
+	spec.Dir = k.dir
+	return nil
+}
+
+// writeGlobalSettings writes the user's global settings plus disabledTools to dst (0600).
+func (k *call) writeGlobalSettings(dst, userPath string, disabled []string) (string, error) {
+	user, err := os.ReadFile(userPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		k.warnings = append(k.warnings, fmt.Sprintf("could not read your Cline global settings (%s): %v; using only the bridge's tool policy", userPath, err))
+	}
+	merged, err := cline.GlobalSettings(user, disabled)
+	if err != nil {
+		return "", fmt.Errorf("build the read-only tool policy: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return "", fmt.Errorf("write the tool policy: %w", err)
+	}
+	if err := os.WriteFile(dst, merged, 0o600); err != nil {
+		return "", fmt.Errorf("write the tool policy: %w", err)
+	}
+	return dst, nil
+}
+
+// onEvent turns live stream events into short, redacted progress messages.
+func (k *call) onEvent(n int, ev cline.Event) {
+	msg := ev.Progress()
+	if msg == "" {
+		return
+	}
+	if n > 1 {
+		msg = fmt.Sprintf("attempt %d: %s", n, msg)
+	}
+	k.progress(k.red.String(msg))
+}
+

@@ -1,0 +1,127 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// containerHome is the tmpfs HOME inside the container; nothing of the user's home is mounted.
+const containerHome = "/home/cline"
+
+// dockerSpec prepares a container run: a private copy of Cline's settings dir (the run never
+// sees the host file), the workspace mounts of this tool at their host paths, and a tool policy
+// inside the copy. The returned cleanup merges what the user wants kept (refreshed tokens) back
+// into the host file under the write lock, then deletes the copy, which holds secrets.
+func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, n int, lockHeld bool) (func(), error) {
+	lock := k.r.cfg.Lock
+	if !lockHeld {
+		// A host override run holds the write lock while the file carries its temporary values;
+		// copying under the read lock never captures them.
+		if err := lock.RLock(ctx); err != nil {
+			return nil, fmt.Errorf("cancelled while waiting for the settings lock: %w", err)
+		}
+	}
+	cp, err := k.r.cfg.Settings.PrivateCopy(filepath.Join(k.private, fmt.Sprintf("docker-%d", n)))
+	if !lockHeld {
+		lock.RUnlock()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copy Cline's settings for the container: %w", err)
+	}
+	cleanup := func() {
+		if !lockHeld {
+			// The merge must happen even when the call was cancelled: a refreshed token is
+			// the user's, whatever became of the call.
+			if err := lock.Lock(context.WithoutCancel(ctx)); err == nil {
+				k.warnings = append(k.warnings, k.r.cfg.Settings.MergeBack(cp, settingsOverride(k.Call))...)
+				lock.Unlock()
+			}
+		} else {
+			k.warnings = append(k.warnings, k.r.cfg.Settings.MergeBack(cp, settingsOverride(k.Call))...)
+		}
+		if err := cp.Close(); err != nil {
+			k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
+		}
+	}
+
+	req.DataDir = cp.Dir
+	extra := map[string]string{
+		"HOME":           containerHome,
+		"PATH":           "/usr/local/bin:/usr/bin:/bin",
+		"CLINE_DATA_DIR": cp.Dir,
+	}
+	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
+		global := filepath.Join(cp.Dir, "settings", "global-settings.json")
+		if _, err := k.writeGlobalSettings(global, global, cline.DockerAnalysisDisabledTools); err != nil {
+			return cleanup, err
+		}
+		extra["CLINE_GLOBAL_SETTINGS_PATH"] = global
+	}
+	getenv := envLookup(k.r.cfg.Env)
+	for _, name := range k.r.cfg.DockerEnv {
+		if v := getenv(name); v != "" {
+			extra[name] = v
+		}
+	}
+	mounts, err := k.mounts(ctx)
+	if err != nil {
+		return cleanup, err
+	}
+	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir})
+	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
+	spec.Path = k.r.cfg.DockerCline
+	spec.Args = cline.Args(*req)
+	spec.Env = cline.Env(nil, extra)
+	spec.Dir = k.dir
+	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
+	return cleanup, nil
+}
+
+// mounts are the workspace of each tool at the same absolute paths as on the host:
+//   - ask_cline: the cwd (its repository when it is in one, for git history) read-only;
+//   - apply_cline_edits: the checkout read-write, its git dirs read-only (no commits possible);
+//   - ask_cline_workspace: the worktree and its own git metadata read-write, the repository's
+//     shared git dir read-only.
+func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
+	lay, err := k.r.cfg.Git.Layout(ctx, k.dir)
+	if err != nil {
+		if k.Tool == AskCline {
+			return []sandbox.Mount{{Source: k.dir, Target: k.dir, ReadOnly: true}}, nil
+		}
+		return nil, fmt.Errorf("inspect the checkout for the container mounts: %w", err)
+	}
+	switch k.Tool {
+	case AskCline:
+		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top, ReadOnly: true}}
+		if !within(lay.CommonDir, lay.Top) {
+			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
+		}
+		return ms, nil
+	case ApplyClineEdits:
+		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top}}
+		dotgit := filepath.Join(lay.Top, ".git")
+		ms = append(ms, sandbox.Mount{Source: dotgit, Target: dotgit, ReadOnly: true})
+		if !within(lay.CommonDir, dotgit) {
+			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
+		}
+		if lay.GitDir != lay.CommonDir && !within(lay.GitDir, dotgit) {
+			ms = append(ms, sandbox.Mount{Source: lay.GitDir, Target: lay.GitDir, ReadOnly: true})
+		}
+		return ms, nil
+	default:
+		return []sandbox.Mount{
+			{Source: lay.Top, Target: lay.Top},
+			{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true},
+			{Source: lay.GitDir, Target: lay.GitDir},
+		}, nil
+	}
+}
+
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (len(rel) < 3 || rel[:3] != "../")
+}

@@ -1,0 +1,220 @@
+// Package run owns one tool call from plan to result: pick the isolation, prepare the workspace
+// (git evidence or a disposable worktree), take the settings lock, run attempts under the seed's
+// retry policy, and always run the host-side epilogue (settings restore or merge-back, diff and
+// commit check, worktree and temp-dir removal, lock release) — also after a failure or cancel.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+)
+
+// Config wires a Runner. cmd/cline-mcp builds it from flags and the environment.
+type Config struct {
+	// ClinePath resolves the host executable for each call (--cline, CLINE_MCP_CLINE, PATH), so
+	// a CLI installed or updated while the server runs is picked up.
+	ClinePath func() (string, error)
+	Host      sandbox.Executor
+	// Docker is nil when Docker isolation is unavailable; DockerErr then says why, and a call
+	// that needs Docker fails with launch_failed instead of falling back to the host.
+	Docker    sandbox.Executor
+	DockerErr error
+	// DockerCline is the executable's path inside the image.
+	DockerCline string
+	// DockerEnv names server environment variables passed into the container (API keys the
+	// user's provider reads from the environment, for example).
+	DockerEnv []string
+
+	Floor          sandbox.Isolation
+	RetryIsolation sandbox.Isolation // "" = retries use the first attempt's isolation
+
+	// Env is the server's environment, the base of the child's.
+	Env  []string
+	Home string
+
+	Settings  *settings.Store
+	Lock      *settings.RWLock
+	Git       *worktree.Git
+	Worktrees *worktree.Manager
+
+	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
+	// denies every tool, reading included.
+	SeedPolicy bool
+	// Backoff is the pause before the retry; nil means 2–3 s.
+	Backoff func() time.Duration
+	// StopGrace and SettleGrace are passed to the executors (zero = their defaults).
+	StopGrace   time.Duration
+	SettleGrace time.Duration
+	TempDir     string
+	Logger      *slog.Logger
+}
+
+// Runner executes calls. It is safe for concurrent use; one Runner serves the whole server.
+type Runner struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New checks the configuration and fills defaults.
+func New(cfg Config) (*Runner, error) {
+	if cfg.ClinePath == nil || cfg.Host == nil || cfg.Settings == nil || cfg.Lock == nil || cfg.Git == nil || cfg.Worktrees == nil {
+		return nil, errors.New("run config: ClinePath, Host, Settings, Lock, Git and Worktrees are required")
+	}
+	if cfg.Floor == "" {
+		cfg.Floor = sandbox.IsolationHost
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func() time.Duration { return 2*time.Second + rand.N(time.Second) }
+	}
+	if cfg.TempDir == "" {
+		cfg.TempDir = os.TempDir()
+	}
+	if cfg.DockerCline == "" {
+		cfg.DockerCline = "/usr/local/bin/cline"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// call is the state of one Do: the plan, what the prologue prepared, and what the epilogue
+// must undo.
+type call struct {
+	Call
+	r        *Runner
+	progress Progress
+	start    time.Time
+	red      *redact.Redactor
+	iso      sandbox.Isolation // first attempt's isolation
+	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
+	private  string            // private 0700 temp dir of this call (global settings, copies)
+	res      Result
+	warnings []string
+}
+
+// Do runs one validated call to its result. It never panics on user input and never returns
+// before everything it started is stopped and cleaned up.
+func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	k := &call{Call: c, r: r, progress: progress, start: time.Now()}
+	k.iso = c.Isolation
+	if k.iso == "" || !k.iso.AtLeast(r.cfg.Floor) {
+		k.iso = r.cfg.Floor
+	}
+	k.red = r.redactor()
+	res := k.do(ctx)
+	res.Duration = time.Since(k.start).Seconds()
+	res.Warnings = k.redactAll(append(k.warnings, res.Warnings...))
+	res.Message = k.red.String(res.Message)
+	res.Text = k.red.String(res.Text)
+	if res.Isolation == "" {
+		res.Isolation = k.iso
+	}
+	if res.AttemptIsolation == nil {
+		res.AttemptIsolation = []sandbox.Isolation{}
+	}
+	return res
+}
+
+func (k *call) do(ctx context.Context) Result {
+	if err := ctx.Err(); err != nil {
+		return k.fail(cline.KindCancelled, "the call was cancelled before it started", false)
+	}
+	if k.iso == sandbox.IsolationDocker && k.r.cfg.Docker == nil {
+		return k.fail(cline.KindLaunchFailed, "Docker isolation was requested but is unavailable: "+errText(k.r.cfg.DockerErr)+
+			" (start the Docker engine and build the image with `make image` — or `make image-fake` for tests; the server never falls back to the host)", false)
+	}
+	private, err := os.MkdirTemp(k.r.cfg.TempDir, "cline-mcp-call-")
+	if err != nil {
+		return k.fail(cline.KindLaunchFailed, fmt.Sprintf("create a private temp dir: %v", err), false)
+	}
+	k.private = private
+	defer func() {
+		if err := os.RemoveAll(private); err != nil {
+			k.warnings = append(k.warnings, fmt.Sprintf("could not remove the private temp dir %s: %v", private, err))
+		}
+	}()
+	switch k.Tool {
+	case ApplyClineEdits:
+		return k.apply(ctx)
+	case AskClineWorkspace:
+		return k.workspace(ctx)
+	default:
+		k.dir = k.Cwd
+		return k.withSettings(ctx, nil)
+	}
+}
+
+// redactor knows the literal secrets of this moment: the server's environment and the values
+// in the user's providers.json. Reading the file is best effort.
+func (r *Runner) redactor() *redact.Redactor {
+	lits := redact.SecretsFromEnv(r.cfg.Env)
+	if b, err := os.ReadFile(r.cfg.Settings.Path); err == nil {
+		lits = append(lits, redact.SecretsFromJSON(b)...)
+	}
+	return redact.New(lits)
+}
+
+func (k *call) redactAll(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		out = append(out, k.red.String(s))
+	}
+	return out
+}
+
+// fail builds a failure result carrying what the call knows so far.
+func (k *call) fail(kind cline.Kind, msg string, retryable bool) Result {
+	res := k.res
+	res.OK = false
+	res.Kind = string(kind)
+	res.Message = msg
+	res.Retryable = retryable
+	return res
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "not configured"
+	}
+	return err.Error()
+}
+
+// globalSettingsPath is where the user's own global-settings.json lives, as the CLI resolves it.
+func (r *Runner) globalSettingsPath() string {
+	getenv := envLookup(r.cfg.Env)
+	if p := getenv("CLINE_GLOBAL_SETTINGS_PATH"); p != "" {
+		return p
+	}
+	return filepath.Join(settings.DataDir(getenv, r.cfg.Home), "settings", "global-settings.json")
+}
+
+// envLookup reads a KEY=value list like os.Getenv; the last entry wins.
+func envLookup(env []string) func(string) string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				m[kv[:i]] = kv[i+1:]
+				break
+			}
+		}
+	}
+	return func(k string) string { return m[k] }
+}

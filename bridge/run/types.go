@@ -1,0 +1,114 @@
+package run
+
+import (
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// Tool names the three MCP tools; each selects a tool policy and a workspace.
+type Tool string
+
+const (
+	AskCline          Tool = "ask_cline"
+	ApplyClineEdits   Tool = "apply_cline_edits"
+	AskClineWorkspace Tool = "ask_cline_workspace"
+)
+
+// Analysis reports whether the tool must never change the user's files.
+func (t Tool) Analysis() bool { return t != ApplyClineEdits }
+
+// Call is one validated tool call. The MCP layer fills it after validation; Runner.Do trusts it.
+type Call struct {
+	Tool           Tool
+	Prompt         string
+	SystemPrompt   string
+	Cwd            string // absolute; "" means the server's working directory (ask_cline only)
+	Thinking       string // none|low|medium|high|xhigh
+	TimeoutSeconds int
+	Provider       string
+	Model          string
+	// Isolation is what the call asked for; "" means the server's floor.
+	Isolation sandbox.Isolation
+}
+
+// Override reports whether the call changes Cline's provider or model.
+func (c Call) Override() bool { return c.Provider != "" || c.Model != "" }
+
+// Usage is the token usage Cline reported for the run.
+type Usage struct {
+	InputTokens      int64   `json:"inputTokens"`
+	OutputTokens     int64   `json:"outputTokens"`
+	CacheReadTokens  int64   `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64   `json:"cacheWriteTokens,omitempty"`
+	TotalCost        float64 `json:"totalCost"`
+}
+
+// ChangedFile is one path the run changed in the checkout.
+type ChangedFile struct {
+	Path    string `json:"path"`
+	OldPath string `json:"oldPath,omitempty"`
+	Status  string `json:"status"` // A, M, D, R, T, C
+}
+
+// GitReport is the host-side git evidence of apply_cline_edits (and the touched files of a workspace run).
+type GitReport struct {
+	HeadBefore   string            `json:"headBefore"`
+	HeadAfter    string            `json:"headAfter"`
+	RefBefore    string            `json:"refBefore,omitempty"`
+	RefAfter     string            `json:"refAfter,omitempty"`
+	NewRefs      map[string]string `json:"newRefs,omitempty"`
+	ChangedRefs  map[string]string `json:"changedRefs,omitempty"`
+	DeletedRefs  []string          `json:"deletedRefs,omitempty"`
+	ChangedFiles []ChangedFile     `json:"changedFiles,omitempty"`
+	WorkingTree  bool              `json:"workingTreeChanged"`
+	UndoHint     string            `json:"undoHint,omitempty"`
+	Error        string            `json:"error,omitempty"`
+}
+
+// WorktreeReport describes the disposable worktree of ask_cline_workspace.
+type WorktreeReport struct {
+	Commit  string        `json:"commit"`
+	Removed bool          `json:"removed"`
+	Path    string        `json:"path,omitempty"`
+	Touched []ChangedFile `json:"touched,omitempty"`
+}
+
+// Result is the outcome of one call, success or failure. The MCP layer turns it into content and
+// structuredContent in one place; nothing else formats results.
+type Result struct {
+	OK       bool
+	Text     string
+	Warnings []string
+	Attempts int
+	// ExitCode and Signal describe the last attempt's process; nil when it never ran or was
+	// killed without a code.
+	ExitCode *int
+	Signal   *string
+	Duration float64 // seconds, whole call
+	Model    string
+	Usage    *Usage
+	// Isolation is where the last attempt ran; AttemptIsolation lists every attempt's.
+	Isolation        sandbox.Isolation
+	AttemptIsolation []sandbox.Isolation
+
+	// apply_cline_edits
+	Diff          *string
+	DiffTruncated bool
+	ChangedFiles  []ChangedFile
+	HeadBefore    string
+	HeadAfter     string
+	Git           *GitReport
+
+	// ask_cline_workspace
+	Worktree *WorktreeReport
+
+	// failure
+	Kind       string
+	Message    string
+	Retryable  bool
+	StderrTail string
+	StdoutTail string
+}
+
+// Progress receives short, already-redacted progress messages during a call.
+// Implementations must be safe for concurrent use and must not block.
+type Progress func(message string)

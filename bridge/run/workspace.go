@@ -1,0 +1,66 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+)
+
+// workspace runs ask_cline_workspace in a detached worktree of HEAD that is always removed —
+// after success, failure, timeout and cancel alike.
+func (k *call) workspace(ctx context.Context) Result {
+	top, err := k.r.cfg.Git.TopLevel(ctx, k.Cwd)
+	if err != nil {
+		if errors.Is(err, worktree.ErrNotGit) {
+			return k.fail(cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository; ask_cline_workspace analyses a disposable worktree of a repository's HEAD", k.Cwd), false)
+		}
+		return k.fail(cline.KindWorkspaceSetupFailed, "could not inspect the repository: "+err.Error(), false)
+	}
+	wt, err := k.r.cfg.Worktrees.Add(ctx, k.Cwd)
+	if err != nil {
+		if errors.Is(err, worktree.ErrNotGit) {
+			return k.fail(cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository", k.Cwd), false)
+		}
+		if ctx.Err() != nil {
+			return k.fail(cline.KindCancelled, "the call was cancelled while the worktree was being created", false)
+		}
+		return k.fail(cline.KindWorkspaceSetupFailed, "could not create the disposable worktree: "+err.Error(), false)
+	}
+	report := &WorktreeReport{Commit: wt.Commit, Path: wt.Path}
+	k.res.Worktree = report
+	k.dir = wt.Path
+	if rel, err := filepath.Rel(top, k.Cwd); err == nil && rel != "." && filepath.IsLocal(rel) {
+		k.dir = filepath.Join(wt.Path, rel)
+	}
+
+	res := k.withSettings(ctx, nil)
+
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), epilogueTimeout)
+	defer cancel()
+	if touched, err := k.r.cfg.Worktrees.Touched(ectx, wt); err == nil && len(touched) > 0 {
+		for _, f := range touched {
+			report.Touched = append(report.Touched, ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("files changed inside the disposable worktree during the analysis (%d); they were discarded with it", len(touched)))
+	}
+	if err := wt.Remove(ectx); err != nil {
+		report.Removed = false
+		if res.OK {
+			answer := res.Text
+			res.OK = false
+			res.Kind = string(cline.KindWorkspaceCleanupFailed)
+			res.Message = fmt.Sprintf("Cline answered, but the worktree could not be removed (leftover: %s): %v\nCline's answer: %s", wt.Path, err, answer)
+			res.Text = answer
+		} else {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the worktree could not be removed (leftover: %s): %v", wt.Path, err))
+		}
+		return res
+	}
+	report.Removed = true
+	report.Path = ""
+	return res
+}

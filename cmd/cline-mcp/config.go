@@ -1,0 +1,125 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// config is every flag of the server. Environment variables are read only in this package.
+type config struct {
+	cline          string
+	isolation      string
+	retryIsolation string
+	analysisPolicy string
+
+	dockerImage   string
+	dockerNetwork string
+	dockerMemory  string
+	dockerPids    int64
+	dockerCPUs    float64
+	dockerCline   string
+	dockerEnv     multiFlag
+
+	worktreeRoot string
+	logFile      string
+	logLevel     string
+	stopGrace    time.Duration
+	backoff      time.Duration
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func (c *config) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.cline, "cline", "", "path of the Cline executable (default: $CLINE_MCP_CLINE, else `cline` on PATH)")
+	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host or docker; calls may ask for more, never less")
+	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
+	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
+	fs.StringVar(&c.dockerImage, "docker-image", "cline-mcp/cline:latest", "image with the Cline CLI for docker isolation")
+	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge or a named network (Cline must reach its provider)")
+	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
+	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
+	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")
+	fs.StringVar(&c.dockerCline, "docker-cline", "/usr/local/bin/cline", "path of the Cline executable inside the image")
+	fs.Var(&c.dockerEnv, "docker-env", "name of a server environment variable to pass into the container (repeatable), e.g. OPENAI_API_KEY")
+	fs.StringVar(&c.worktreeRoot, "worktree-root", "", "directory for disposable worktrees (default: $TMPDIR/cline-mcp-worktrees)")
+	fs.StringVar(&c.logFile, "log-file", "", "write logs to this file instead of stderr")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&c.stopGrace, "stop-grace", sandbox.DefaultStopGrace, "time between the polite stop (SIGINT) and SIGKILL on timeout or cancel")
+	fs.DurationVar(&c.backoff, "retry-backoff", 0, "fixed pause before a retry (default: 2–3 s)")
+}
+
+func (c *config) validate() error {
+	if _, err := sandbox.ParseIsolation(c.isolation); err != nil {
+		return fmt.Errorf("--isolation: %w", err)
+	}
+	if c.retryIsolation != "" {
+		if _, err := sandbox.ParseIsolation(c.retryIsolation); err != nil {
+			return fmt.Errorf("--retry-isolation: %w", err)
+		}
+	}
+	if c.analysisPolicy != "readonly" && c.analysisPolicy != "seed" {
+		return fmt.Errorf("--analysis-policy must be readonly or seed, not %q", c.analysisPolicy)
+	}
+	if _, err := parseBytes(c.dockerMemory); err != nil {
+		return fmt.Errorf("--docker-memory: %w", err)
+	}
+	if c.dockerPids < 16 {
+		return fmt.Errorf("--docker-pids must be at least 16")
+	}
+	if c.dockerCPUs <= 0 {
+		return fmt.Errorf("--docker-cpus must be positive")
+	}
+	if c.stopGrace <= 0 || c.stopGrace > time.Minute {
+		return fmt.Errorf("--stop-grace must be between 0 and 1m")
+	}
+	if c.backoff < 0 {
+		return fmt.Errorf("--retry-backoff must not be negative")
+	}
+	return nil
+}
+
+func (c *config) logger(stderr io.Writer) (*slog.Logger, func(), error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, nil, fmt.Errorf("--log-level: %w", err)
+	}
+	out, closeFn := stderr, func() {}
+	if c.logFile != "" {
+		f, err := os.OpenFile(c.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--log-file: %w", err)
+		}
+		out, closeFn = f, func() { f.Close() }
+	}
+	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: lvl})), closeFn, nil
+}
+
+// parseBytes reads sizes like 512m, 2g, 1073741824.
+func parseBytes(s string) (int64, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1<<10, strings.TrimSuffix(s, "k")
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "m")
+	case strings.HasSuffix(s, "g"):
+		mult, s = 1<<30, strings.TrimSuffix(s, "g")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size like 512m or 2g", s)
+	}
+	return n * mult, nil
+}

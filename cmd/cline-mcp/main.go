@@ -1,0 +1,106 @@
+// Command cline-mcp is a stdio MCP server that hands work to the locally installed Cline CLI,
+// on the host or in a hardened Docker container. `cline-mcp` (or `cline-mcp serve`) serves MCP
+// on stdin/stdout; `cline-mcp doctor` checks the setup; `cline-mcp version` prints the version.
+// This package is wiring only: flags and environment become configuration here and nowhere else.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var version = "dev"
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// realMain returns the process exit status. stdout is the MCP wire when serving: only the
+// MCP server writes to it.
+func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "version":
+		fmt.Fprintf(stdout, "cline-mcp %s (%s/%s, %s)\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+		return 0
+	case "help":
+		usage(stdout, newFlags(io.Discard))
+		return 0
+	case "serve", "doctor":
+	default:
+		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, version, help)\n", cmd)
+		return 2
+	}
+	fs := newFlags(stderr)
+	cfg := &config{}
+	cfg.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, fs)
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "cline-mcp: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
+		return 2
+	}
+	logger, closeLog, err := cfg.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
+		return 2
+	}
+	defer closeLog()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cmd == "doctor" {
+		return doctor(ctx, cfg, stdout)
+	}
+	return serve(ctx, cfg, logger, stdin, stdout)
+}
+
+func newFlags(out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("cline-mcp", flag.ContinueOnError)
+	fs.SetOutput(out)
+	return fs
+}
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `cline-mcp — an MCP server that delegates work to the local Cline CLI
+
+Usage:
+  cline-mcp [serve] [flags]   serve MCP on stdin/stdout (what MCP clients run)
+  cline-mcp doctor [flags]    check the Cline CLI, its settings, git and Docker; exit 1 on a required failure
+  cline-mcp version           print the version
+  cline-mcp help              this text
+
+Flags:
+`)
+	cfg := &config{}
+	cfg.register(fs)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+// shutdownGrace bounds how long serve waits for in-flight calls to clean up after stdin closed.
+const shutdownGrace = 30 * time.Second
+
+var _ = slog.Default
