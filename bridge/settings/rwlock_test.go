@@ -320,17 +320,17 @@ func TestRWLockManyGoroutines(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			ctx := t.Context()
-			if i%5 == 0 { // some callers give up while they wait
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
-				go cancel()
-			}
 			for range 20 {
+				ctx := t.Context()
+				if i%3 == 0 { // these callers give up at a random moment: before, while queued, or after acquiring
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					go cancel()
+				}
 				if rng.IntN(4) == 0 {
 					if err := l.Lock(ctx); err != nil {
 						cancelled.Add(1)
-						return
+						continue
 					}
 					if w := writers.Add(1); w != 1 || readers.Load() != 0 {
 						t.Errorf("writer with company: writers=%d readers=%d", w, readers.Load())
@@ -341,7 +341,7 @@ func TestRWLockManyGoroutines(t *testing.T) {
 				} else {
 					if err := l.RLock(ctx); err != nil {
 						cancelled.Add(1)
-						return
+						continue
 					}
 					readers.Add(1)
 					if w := writers.Load(); w != 0 {
