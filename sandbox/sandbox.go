@@ -114,6 +114,9 @@ type Exit struct {
 	// StreamsCut is true when the streams were closed by the executor after SettleGrace
 	// because something still held them open after the main process exited.
 	StreamsCut bool
+	// OOMKilled is true when a container executor saw the engine kill the run for exceeding
+	// its memory limit; Signal is then "SIGKILL".
+	OOMKilled bool
 	// Duration is the wall time from start to settlement.
 	Duration time.Duration
 }

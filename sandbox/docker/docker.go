@@ -1,0 +1,282 @@
+// Package docker owns running one Cline process in a hardened Docker container. It is the only
+// package of cline-mcp that talks to the Docker engine: it implements sandbox.Executor on
+// github.com/moby/moby/client, labels every container it creates, always removes it, and sweeps
+// the leftovers of server instances that died.
+//
+// # Hardening
+//
+// Every container runs with a read-only root filesystem, all capabilities dropped,
+// no-new-privileges, the engine's default seccomp profile, a pids limit, a memory limit (no
+// swap), a CPU quota, logging disabled (the output is only ever streamed to the caller, never
+// kept on the engine's disk), not privileged, stdin closed, and never with the Docker socket
+// mounted. The only writable places are the Spec's bind mounts that are not ReadOnly and its
+// tmpfs mounts.
+//
+// # Init
+//
+// Containers run with the engine's init (docker-init, i.e. tini, bind-mounted by the engine, so a
+// scratch image needs nothing). The CLI is then not PID 1: the kernel does not drop signals it
+// has no handler for, the StopSignal (SIGINT, which the real CLI honours mid-call where it
+// ignores a single SIGTERM) is forwarded to it, and the tool processes it spawns are reaped. When
+// the CLI exits, init exits with its status (128+n for a signal), and the kernel kills whatever
+// else is left in the container, so no descendant can hold the output streams open.
+//
+// # Liveness and sweeping
+//
+// Each Executor has an instance id "<hostname>-<pid>-<start ticks>" (start ticks: field 22 of
+// /proc/<pid>/stat, so a reused pid is told apart). Sweep removes containers whose instance is on
+// this host and provably dead; containers of live instances, of other hosts, or whose liveness
+// cannot be judged (non-Linux) are kept.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+)
+
+// Label keys set on every container this package creates.
+const (
+	LabelRun      = "cline-mcp.run"
+	LabelInstance = "cline-mcp.instance"
+)
+
+// Defaults of an Executor's settings.
+const (
+	DefaultImage     = "cline-mcp/cline:latest"
+	DefaultNetwork   = "bridge"
+	DefaultMemory    = 2 << 30 // bytes
+	DefaultPidsLimit = 256
+	DefaultNanoCPUs  = 2_000_000_000
+	// DefaultTmpfsMB is the size of a Spec.Tmpfs whose SizeMB is zero.
+	DefaultTmpfsMB = 256
+)
+
+// Hints of the LaunchErrors Run, Ping and ImagePresent return.
+const (
+	HintEngine = "start the Docker engine (e.g. `sudo systemctl start docker`) or set DOCKER_HOST"
+	HintImage  = "build the image: make image (real CLI) or make image-fake (fake CLI for tests)"
+)
+
+// pingTTL is how long a successful ping is trusted; runs in a burst then cost one ping.
+const pingTTL = 2 * time.Second
+
+// cleanupTimeout bounds the engine calls that remove a container after the run's ctx ended.
+const cleanupTimeout = 30 * time.Second
+
+// Client is the subset of *client.Client the executor calls. Tests fake it by embedding the
+// interface, so a call they did not stub panics.
+type Client interface {
+	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
+	ImageInspect(ctx context.Context, image string, options ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerAttach(ctx context.Context, id string, options client.ContainerAttachOptions) (client.ContainerAttachResult, error)
+	ContainerWait(ctx context.Context, id string, options client.ContainerWaitOptions) client.ContainerWaitResult
+	ContainerStatPath(ctx context.Context, id string, options client.ContainerStatPathOptions) (client.ContainerStatPathResult, error)
+	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
+	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
+	ContainerKill(ctx context.Context, id string, options client.ContainerKillOptions) (client.ContainerKillResult, error)
+	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	Close() error
+}
+
+var _ Client = (*client.Client)(nil)
+
+// Executor runs Specs in containers. It is safe for concurrent use; Close releases the engine
+// connection of a client it created itself.
+type Executor struct {
+	cli       Client
+	ownClient bool
+	// daemonHost is the engine address ("unix:///var/run/docker.sock"), used to refuse mounts
+	// of the socket; empty for an injected client without DaemonHost.
+	daemonHost string
+
+	image     string
+	network   string
+	memory    int64
+	pidsLimit int64
+	nanoCPUs  int64
+	instance  string
+
+	mu       sync.Mutex
+	pingedAt time.Time
+}
+
+// Option configures an Executor.
+type Option func(*Executor) error
+
+// WithImage sets the image every run uses (default DefaultImage).
+func WithImage(ref string) Option {
+	return func(e *Executor) error {
+		if ref == "" {
+			return errors.New("image: empty reference")
+		}
+		e.image = ref
+		return nil
+	}
+}
+
+// WithNetwork sets the network mode: "bridge" (default), "none", or the name of a network.
+func WithNetwork(name string) Option {
+	return func(e *Executor) error {
+		if name == "" {
+			return errors.New("network: empty name")
+		}
+		e.network = name
+		return nil
+	}
+}
+
+// WithMemory sets the memory limit in bytes (default 2 GiB); swap is not allowed on top.
+func WithMemory(bytes int64) Option {
+	return func(e *Executor) error {
+		if bytes < 6<<20 {
+			return fmt.Errorf("memory %d: must be at least 6 MiB", bytes)
+		}
+		e.memory = bytes
+		return nil
+	}
+}
+
+// WithPidsLimit sets the maximum number of processes and threads (default 256).
+func WithPidsLimit(n int64) Option {
+	return func(e *Executor) error {
+		if n < 8 {
+			return fmt.Errorf("pids limit %d: must be at least 8", n)
+		}
+		e.pidsLimit = n
+		return nil
+	}
+}
+
+// WithCPUs sets the CPU quota in CPUs (default 2; 0.5 is half a CPU).
+func WithCPUs(cpus float64) Option {
+	return func(e *Executor) error {
+		if cpus < 0.01 {
+			return fmt.Errorf("cpus %g: must be at least 0.01", cpus)
+		}
+		e.nanoCPUs = int64(cpus * 1e9)
+		return nil
+	}
+}
+
+// WithInstanceID overrides the instance id put on every container (default: InstanceID()).
+// Sweep treats the id as this executor's own and never removes its containers.
+func WithInstanceID(id string) Option {
+	return func(e *Executor) error {
+		if id == "" {
+			return errors.New("instance id: empty")
+		}
+		e.instance = id
+		return nil
+	}
+}
+
+// WithClient makes the executor use cli instead of a client built from the environment. The
+// caller keeps ownership: Executor.Close does not close it.
+func WithClient(cli Client) Option {
+	return func(e *Executor) error {
+		e.cli = cli
+		return nil
+	}
+}
+
+// New returns an executor. Unless WithClient is given, the engine client comes from the
+// environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_API_VERSION) and
+// negotiates the API version down to the engine's on first use. New does not contact the
+// engine; Ping does.
+func New(opts ...Option) (*Executor, error) {
+	e := &Executor{
+		image:     DefaultImage,
+		network:   DefaultNetwork,
+		memory:    DefaultMemory,
+		pidsLimit: DefaultPidsLimit,
+		nanoCPUs:  DefaultNanoCPUs,
+	}
+	for _, opt := range opts {
+		if err := opt(e); err != nil {
+			return nil, fmt.Errorf("docker executor: %w", err)
+		}
+	}
+	if e.cli == nil {
+		cli, err := client.New(client.FromEnv)
+		if err != nil {
+			return nil, fmt.Errorf("docker client: %w", err)
+		}
+		e.cli, e.ownClient = cli, true
+	}
+	if h, ok := e.cli.(interface{ DaemonHost() string }); ok {
+		e.daemonHost = h.DaemonHost()
+	}
+	if e.instance == "" {
+		e.instance = InstanceID()
+	}
+	return e, nil
+}
+
+// Close releases the engine client if New created it. Runs in flight must have returned.
+func (e *Executor) Close() error {
+	if e.ownClient {
+		return e.cli.Close()
+	}
+	return nil
+}
+
+// Image is the image reference every run uses.
+func (e *Executor) Image() string { return e.image }
+
+// Instance is the instance id put on this executor's containers.
+func (e *Executor) Instance() string { return e.instance }
+
+// Ping checks that the engine answers. The error is a *sandbox.LaunchError (Op "docker ping")
+// with a hint on how to start the engine. A success is cached for a short while.
+func (e *Executor) Ping(ctx context.Context) error {
+	e.mu.Lock()
+	fresh := !e.pingedAt.IsZero() && time.Since(e.pingedAt) < pingTTL
+	e.mu.Unlock()
+	if fresh {
+		return nil
+	}
+	if _, err := e.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("docker ping: %w", ctx.Err())
+		}
+		return engineError("docker ping", err)
+	}
+	e.mu.Lock()
+	e.pingedAt = time.Now()
+	e.mu.Unlock()
+	return nil
+}
+
+// forgetPing drops the cached ping after the engine stopped answering.
+func (e *Executor) forgetPing() {
+	e.mu.Lock()
+	e.pingedAt = time.Time{}
+	e.mu.Unlock()
+}
+
+// ImagePresent reports whether the executor's image exists on the engine. It does not ping
+// first; a connection failure is a *sandbox.LaunchError with the engine hint.
+func (e *Executor) ImagePresent(ctx context.Context) (bool, error) {
+	_, err := e.cli.ImageInspect(ctx, e.image)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	case client.IsErrConnectionFailed(err):
+		return false, engineError("image inspect", err)
+	}
+	return false, fmt.Errorf("image inspect %s: %w", e.image, err)
+}
+
+// isNotFound reports an engine "no such container/image" answer; cleanup counts it as success.
+func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
