@@ -1,0 +1,5 @@
+//go:build !race
+
+package cline
+
+const raceEnabled = false
