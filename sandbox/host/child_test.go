@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -103,6 +104,24 @@ func runChild(mode string) int {
 			blockForever()
 		}
 		fmt.Fprintln(out, "bye")
+		return 0
+	case "late-tail":
+		// Leave a grandchild holding stdout, print a first line and wait until the parent has
+		// read it (the pipe is empty again), then write a tail and exit at once: the tail is
+		// still in the pipe when the parent's settle grace runs out.
+		gc := exec.Command(os.Args[0])
+		gc.Env = []string{childEnv + "=sleep", "GORACE=atexit_sleep_ms=0"}
+		gc.Stdout = os.Stdout
+		gc.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := gc.Start(); err != nil {
+			fmt.Fprintf(os.Stderr, "start grandchild: %v\n", err)
+			return 2
+		}
+		fmt.Fprintf(os.Stdout, "pid=%d gc=%d\n", os.Getpid(), gc.Process.Pid)
+		for pipeBuffered(os.Stdout) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		fmt.Fprintf(os.Stdout, "%sEND\n", strings.Repeat("t", 16<<10))
 		return 0
 	case "selfterm":
 		fmt.Fprintln(out, "terminating")

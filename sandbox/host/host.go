@@ -14,15 +14,18 @@
 // (Exit.StreamsCut) but the descendant keeps running. The bridge runs the CLI with
 // CLINE_SESSION_BACKEND_MODE=local so it never spawns its detached hub daemon. On Windows a Job
 // Object holds every descendant that did not explicitly break away.
+//
+// A cut never drops what the child already wrote: the pipes are drained of their buffered
+// bytes before the pumps stop (on Unix; on Windows the pipes are closed). Under heavy fork load
+// in this process, a concurrently started sibling can hold an inherited pipe end until its own
+// exec, so StreamsCut may occasionally be set with nothing left running.
 package host
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -109,7 +112,8 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	}
 	defer g.close()
 
-	streamsDone := pumpStreams(spec.Stdout, spec.Stderr, outR, errR)
+	out := startStreams(spec.Stdout, spec.Stderr, outR, errR)
+	defer out.close()
 
 	exited := make(chan struct{})
 	var reaped bool
@@ -124,7 +128,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	cut := false
 	settle := time.NewTimer(settleGrace)
 	select {
-	case <-streamsDone:
+	case <-out.done:
 	case <-settle.C:
 		cut = true
 	}
@@ -132,8 +136,9 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	// Nothing we started may outlive Run. On Linux the main process is still an unreaped
 	// zombie here, so its process group id cannot have been reused.
 	g.kill()
-	closeAll(outR, errR) // unblocks the pumps when a descendant still holds the pipes
-	<-streamsDone
+	if cut {
+		out.cut() // delivers what is already in the pipes, then stops reading
+	}
 
 	if !reaped {
 		_ = cmd.Wait() // the exit status is in cmd.ProcessState; a non-zero exit is no error here
@@ -184,75 +189,6 @@ func waitOrStop(ctx context.Context, g group, exited <-chan struct{}, stopGrace 
 		<-exited
 	}
 	return true
-}
-
-// pumpStreams copies both pipes to their writers, one goroutine each, and closes the returned
-// channel once both reached EOF or were closed.
-func pumpStreams(stdout, stderr io.Writer, outR, errR io.Reader) <-chan struct{} {
-	if stdout != nil && stderr != nil && sameWriter(stdout, stderr) {
-		// Like os/exec: one writer for both streams gets one Write at a time.
-		w := &lockedWriter{w: stdout}
-		stdout, stderr = w, w
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go pump(&wg, stdout, outR)
-	go pump(&wg, stderr, errR)
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	return done
-}
-
-func pump(wg *sync.WaitGroup, w io.Writer, r io.Reader) {
-	defer wg.Done()
-	if w == nil {
-		w = io.Discard
-	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				// Keep draining so the child never blocks on a full pipe.
-				w = io.Discard
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// bufPool recycles the pumps' read buffers across runs.
-var bufPool = sync.Pool{New: func() any {
-	b := make([]byte, 32*1024)
-	return &b
-}}
-
-// sameWriter reports a == b without panicking on uncomparable dynamic types.
-func sameWriter(a, b io.Writer) (same bool) {
-	defer func() {
-		if recover() != nil {
-			same = false
-		}
-	}()
-	return a == b
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -130,6 +131,23 @@ func TestEnvIsExactlySpecEnv(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("child env: got %q, want %q", got, want)
+	}
+}
+
+// A nil Env is an empty environment, not the server's (exec.Cmd's default for nil).
+func TestNilEnvIsEmpty(t *testing.T) {
+	envPath, err := exec.LookPath("env")
+	if err != nil {
+		t.Skipf("no env(1): %v", err)
+	}
+	t.Setenv("HOSTEXEC_LEAK", "from the server")
+	var stdout bytes.Buffer
+	x, err := run(t, sandbox.Spec{Path: envPath, Stdout: &stdout})
+	if err != nil || x.Code != 0 {
+		t.Fatalf("Run: %+v, %v", x, err)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("env(1) output: got %q, want empty", stdout.String())
 	}
 }
 
@@ -283,6 +301,49 @@ func TestCancelWorstCaseBounded(t *testing.T) {
 	assertGone(t, child, "child")
 }
 
+// slowFirstWrite blocks its first Write until the child process (pid from that first line) is
+// gone and the settle grace is long over — a consumer too slow to have read the child's last
+// output before the cut.
+type slowFirstWrite struct {
+	t     *testing.T
+	grace time.Duration
+	buf   bytes.Buffer
+}
+
+func (s *slowFirstWrite) Write(p []byte) (int, error) {
+	if s.buf.Len() == 0 {
+		child, _ := pids(s.t, string(p))
+		deadline := time.Now().Add(testTimeout)
+		for alive(child) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(3 * s.grace) // simulated slowness, not synchronisation
+	}
+	return s.buf.Write(p)
+}
+
+func TestCutDeliversBufferedTail(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the child needs FIONREAD on its stdout pipe")
+	}
+	spec := childSpec(t, "late-tail")
+	spec.SettleGrace = 100 * time.Millisecond
+	stdout := &slowFirstWrite{t: t, grace: spec.SettleGrace}
+	spec.Stdout = stdout
+	x, err := run(t, spec)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	_, gc := pids(t, stdout.buf.String())
+	t.Cleanup(func() { _ = unix.Kill(gc, unix.SIGKILL) })
+	if !x.StreamsCut || x.Code != 0 {
+		t.Errorf("exit: got %+v, want StreamsCut and code 0", x)
+	}
+	if got := stdout.buf.String(); !strings.HasSuffix(got, "tEND\n") {
+		t.Errorf("stdout ends with %q, want the tail the child wrote before exiting", got[max(0, len(got)-20):])
+	}
+}
+
 func TestKilledByExternalSignal(t *testing.T) {
 	spec := childSpec(t, "selfterm")
 	x, err := run(t, spec)
@@ -411,6 +472,10 @@ func TestConcurrentRuns(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			spec := childSpec(t, "exit", fmt.Sprintf("HOSTEXEC_CODE=%d", i%5), fmt.Sprintf("HOSTEXEC_TAG=%d", i))
 			spec.Stdout, spec.Stderr = &stdout, &stderr
+			// Under this fork load a sibling child can hold an inherited pipe end (until
+			// its own exec) for longer than the default 500 ms; this test is about
+			// concurrency, not settlement.
+			spec.SettleGrace = 10 * time.Second
 			ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 			defer cancel()
 			x, err := New().Run(ctx, spec)
