@@ -49,8 +49,10 @@ type Outcome struct {
 	Elapsed        time.Duration
 	Stdout         Summary
 	Stderr         StderrSummary
+	// OOMKilled: the container engine killed the run for exceeding its memory limit.
+	OOMKilled bool
 	// Analysis marks an analysis run (ask_cline, ask_cline_workspace): a successful mutating
-	// tool call is then reported as a warning.
+	// tool call is then reported as a warning, on success and on failure alike.
 	Analysis bool
 }
 
@@ -86,11 +88,28 @@ type Verdict struct {
 //  6. run_result/done "aborted" not caused by us (the mistake limit after repeated denied tool
 //     calls, b_denied_tools_mistake_limit, or an outside SIGTERM): non_zero_exit naming the
 //     denied tools.
-//  7. Ended by a signal: non_zero_exit "cline was terminated by SIGKILL".
+//  7. Killed for memory (OOMKilled) or by a signal: non_zero_exit ("cline was terminated by
+//     SIGKILL").
 //  8. Exit 0 without a terminal result: malformed_json when stdout had a non-JSON line, else
 //     missing_final_result (an outside SIGINT looks like this: f_sigint_midrun).
 //  9. Any other non-zero exit: the extracted error message, transient or not.
+//
+// Analysis runs get a warning per mutating tool that succeeded, on success and failure alike.
 func Classify(o Outcome) Verdict {
+	v := classify(o)
+	if o.Analysis {
+		for _, t := range o.Stdout.MutatingSuccesses {
+			v.Warnings = append(v.Warnings, fmt.Sprintf(
+				"Cline reported a successful %s call during a read-only analysis run; check the working tree", t.Name))
+		}
+	}
+	if n := o.Stdout.OversizeLines; n > 0 && v.OK {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("%d stdout line(s) longer than %d MiB were skipped", n, MaxLineBytes>>20))
+	}
+	return v
+}
+
+func classify(o Outcome) Verdict {
 	s := o.Stdout
 	if o.Cancelled {
 		return fail(KindCancelled, fmt.Sprintf("the request was cancelled by the client (after %.1f s)", o.Elapsed.Seconds()))
@@ -123,6 +142,9 @@ func Classify(o Outcome) Verdict {
 			msg += ": " + m
 		}
 		return fail(KindNonZeroExit, msg)
+	}
+	if o.OOMKilled {
+		return fail(KindNonZeroExit, "cline was killed for exceeding the container's memory limit (raise the Docker memory limit)")
 	}
 	if o.Signal != "" {
 		msg := "cline was terminated by " + o.Signal
@@ -206,15 +228,6 @@ func completed(o Outcome) (Verdict, bool) {
 			w += ": " + m
 		}
 		v.Warnings = append(v.Warnings, w)
-	}
-	if o.Analysis {
-		for _, t := range s.MutatingSuccesses {
-			v.Warnings = append(v.Warnings, fmt.Sprintf(
-				"Cline reported a successful %s call during a read-only analysis run; check the working tree", t.Name))
-		}
-	}
-	if s.OversizeLines > 0 {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("%d stdout line(s) longer than %d MiB were skipped", s.OversizeLines, MaxLineBytes>>20))
 	}
 	return v, true
 }

@@ -58,6 +58,8 @@ func TestClassify(t *testing.T) {
 		text      string   // success: exact answer
 		msg       []string // failure: substrings of Message
 		warnings  []string // exact warnings (nil: none)
+		// analysisRun marks the outcome as an analysis run.
+		analysisRun bool
 	}{
 		// Real recordings with their real exit codes.
 		{name: "a_text_pong", outcome: rec("a_text_pong"), text: "PONG"},
@@ -140,6 +142,16 @@ func TestClassify(t *testing.T) {
 		{name: "container exit 137 SIGKILL", outcome: synth(137, "SIGKILL", lines(lineIter), ""), kind: KindNonZeroExit, msg: []string{"terminated by SIGKILL"}},
 		{name: "oversize final line exit 0", outcome: synth(0, "", lineIter+"\n"+`{"type":"run_result","text":"`+strings.Repeat("x", MaxLineBytes)+`"}`+"\n", ""),
 			kind: KindMissingFinalResult, msg: []string{"1 stdout line(s) longer than 8 MiB were skipped"}},
+		{name: "OOM killed container", outcome: func(t *testing.T) Outcome {
+			o := synth(137, "SIGKILL", lines(lineIter), "")(t)
+			o.OOMKilled = true
+			return o
+		}, kind: KindNonZeroExit, msg: []string{"memory limit"}},
+		{name: "analysis failure still warns about edits", outcome: synth(1, "", lines(lineIter,
+			`{"type":"agent_event","event":{"type":"content_end","contentType":"tool","toolName":"editor","output":{"success":true}}}`,
+			resultError("not found")), ""), analysisRun: true,
+			kind: KindNonZeroExit, msg: []string{"not found"},
+			warnings: []string{"Cline reported a successful editor call during a read-only analysis run; check the working tree"}},
 		{name: "ANSI stripped from messages", outcome: synth(1, "", "", "\x1b[31merror:\x1b[0m error: \x1b[1mbad\x1b[0m thing\n"), kind: KindNonZeroExit, msg: []string{"bad thing"}},
 	}
 	if len(tests) < 30 {
@@ -147,7 +159,9 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Classify(tc.outcome(t))
+			o := tc.outcome(t)
+			o.Analysis = o.Analysis || tc.analysisRun
+			v := Classify(o)
 			if tc.kind == "" {
 				if !v.OK || v.Kind != "" {
 					t.Fatalf("got failure %s %q, want success", v.Kind, v.Message)
