@@ -6,6 +6,7 @@
 //	exit N                     exit with status N
 //	sleep DURATION             sleep (Go duration)
 //	kill-self N                send signal N to itself
+//	alloc N                    allocate and touch N MiB
 //	ignore-signals             ignore SIGINT and SIGTERM
 //	exit-on-int N              exit N when SIGINT arrives (also while sleeping)
 //	write PATH TEXT            create PATH with TEXT: "write PATH ok" or "write PATH error: ..."
@@ -72,6 +73,17 @@ func main() {
 		case "kill-self":
 			_ = syscall.Kill(os.Getpid(), syscall.Signal(atoi(next())))
 			time.Sleep(time.Minute)
+		case "alloc":
+			n := atoi(next())
+			var keep [][]byte
+			for i := 0; i < n; i++ {
+				b := make([]byte, 1<<20)
+				for j := range b {
+					b[j] = byte(i + j)
+				}
+				keep = append(keep, b)
+			}
+			fmt.Printf("allocated %d MiB\n", len(keep))
 		case "ignore-signals":
 			signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 		case "exit-on-int":

@@ -1,0 +1,190 @@
+package docker
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+func TestExitFromStatus(t *testing.T) {
+	tests := []struct {
+		code       int
+		oom        bool
+		wantSignal string
+	}{
+		{0, false, ""},
+		{1, false, ""},
+		{127, false, ""},
+		{128, false, ""},
+		{130, false, "SIGINT"},
+		{137, false, "SIGKILL"},
+		{143, false, "SIGTERM"},
+		{139, false, "SIGSEGV"},
+		{128 + 35, false, "SIGRTMIN+1"},
+		{255, false, ""},
+		{137, true, "SIGKILL"},
+		{1, true, "SIGKILL"},
+	}
+	for _, tt := range tests {
+		x := exitFromStatus(tt.code, tt.oom)
+		if x.Code != tt.code || x.Signal != tt.wantSignal || x.OOMKilled != tt.oom {
+			t.Errorf("exitFromStatus(%d, %v): got %+v, want code %d signal %q", tt.code, tt.oom, x, tt.code, tt.wantSignal)
+		}
+	}
+}
+
+func TestParseInstance(t *testing.T) {
+	tests := []struct {
+		id     string
+		want   instance
+		wantOK bool
+	}{
+		{"vm-12-345", instance{"vm", 12, 345}, true},
+		{"my-laptop.local-99-0", instance{"my-laptop.local", 99, 0}, true},
+		{formatInstance("a-b-c", 7, 8), instance{"a-b-c", 7, 8}, true},
+		{"garbage", instance{}, false},
+		{"host-x-1", instance{}, false},
+		{"host-1-x", instance{}, false},
+		{"-1-2", instance{}, false},
+		{"host-0-2", instance{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseInstance(tt.id)
+		if ok != tt.wantOK || got != tt.want {
+			t.Errorf("parseInstance(%q): got %+v %v, want %+v %v", tt.id, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestParseStatStart(t *testing.T) {
+	line := "4242 (we ird) (name)) S 1 4242 4242 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1000 10 rest\n"
+	got, err := parseStatStart([]byte(line))
+	if err != nil || got != 987654 {
+		t.Errorf("got %d %v, want 987654", got, err)
+	}
+	if _, err := parseStatStart([]byte("1 (x) S 1 2")); err == nil {
+		t.Error("got no error for a short stat line, want one")
+	}
+}
+
+func TestInstanceLiveness(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("liveness is judged through /proc on Linux only")
+	}
+	host, _ := os.Hostname()
+	self := InstanceID()
+	in, ok := parseInstance(self)
+	if !ok || in.pid != os.Getpid() || in.start == 0 || in.host != host {
+		t.Fatalf("InstanceID: got %q, want <hostname>-<pid>-<start ticks>", self)
+	}
+	tests := []struct {
+		name     string
+		id       string
+		wantDead bool
+	}{
+		{"this process", self, false},
+		{"same pid, other start time (pid reused)", formatInstance(host, in.pid, in.start+1), true},
+		{"no such pid", formatInstance(host, 99999999, 5), true},
+		{"other host", formatInstance(host+"x", 99999999, 5), false},
+		{"unknown start time", formatInstance(host, 99999999, 0), false},
+		{"unparsable", "nonsense", false},
+	}
+	for _, tt := range tests {
+		if got := dead(tt.id, host); got != tt.wantDead {
+			t.Errorf("%s: dead(%q) = %v, want %v", tt.name, tt.id, got, tt.wantDead)
+		}
+	}
+}
+
+func TestParseUser(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{"12345:23456", "12345:23456", false},
+		{"1000", "1000:1000", false},
+		{"0:0", "0:0", false},
+		{"node", "", true},
+		{"1000:staff", "", true},
+		{"-1:0", "", true},
+	}
+	for _, tt := range tests {
+		u, err := parseUser(tt.in)
+		if (err != nil) != tt.wantErr || (err == nil && u.String() != tt.want) {
+			t.Errorf("parseUser(%q): got %v %v, want %q (error %v)", tt.in, u, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestTmpfsOptions(t *testing.T) {
+	u := runUser{1000, 1001}
+	tests := []struct {
+		t    sandbox.Tmpfs
+		want string
+	}{
+		{sandbox.Tmpfs{Target: "/tmp"}, "rw,exec,nosuid,nodev,size=256m,mode=1777"},
+		{sandbox.Tmpfs{Target: "/var/tmp/", SizeMB: 10}, "rw,exec,nosuid,nodev,size=10m,mode=1777"},
+		{sandbox.Tmpfs{Target: "/home/cline", SizeMB: 32}, "rw,exec,nosuid,nodev,size=32m,mode=0700,uid=1000,gid=1001"},
+	}
+	for _, tt := range tests {
+		if got := tmpfsOptions(tt.t, u); got != tt.want {
+			t.Errorf("tmpfsOptions(%+v): got %q, want %q", tt.t, got, tt.want)
+		}
+	}
+}
+
+func TestCheckMountSource(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	defer l.Close()
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("/var/run", link); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repo")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sockets := socketPaths("unix:///srv/engine/docker.sock")
+	tests := []struct {
+		src     string
+		refused bool
+	}{
+		{"/var/run/docker.sock", true},
+		{"/run/docker.sock", true},
+		{"/var/run", true},
+		{"/run/", true},
+		{"/", true},
+		{"/srv", true},           // contains the DOCKER_HOST socket
+		{"/srv/engine/x", false}, // beside it
+		{sock, true},             // any socket
+		{link, true},             // a symlink to /var/run
+		{repo, false},            // an ordinary checkout
+		{"/runner", false},       // a prefix of /run by name only
+		{dir, false},             // holds a socket but not a Docker one
+	}
+	for _, tt := range tests {
+		err := checkMountSource(tt.src, sockets)
+		if got := errors.Is(err, errDockerSocket); got != tt.refused {
+			t.Errorf("checkMountSource(%q): got %v, want refused=%v", tt.src, err, tt.refused)
+		}
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	for _, opt := range []Option{WithImage(""), WithNetwork(""), WithMemory(1), WithPidsLimit(1), WithCPUs(0), WithInstanceID("")} {
+		if _, err := New(WithClient(&fakeClient{}), opt); err == nil {
+			t.Errorf("got no error for a bad option, want one")
+		}
+	}
+}

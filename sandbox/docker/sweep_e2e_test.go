@@ -1,0 +1,91 @@
+//go:build e2e
+
+package docker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+func TestSweep(t *testing.T) {
+	e := newTestExecutor(t)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	init1, err := procStartTicks(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		instance string
+		wantGone bool
+	}{
+		{"dead pid on this host", formatInstance(host, 99999999, 12345), true},
+		{"reused pid (start time differs)", formatInstance(host, 1, init1+1), true},
+		{"this instance", e.Instance(), false},
+		{"live other instance (pid 1)", formatInstance(host, 1, init1), false},
+		{"other host", formatInstance("elsewhere", 99999999, 12345), false},
+		{"unparsable", "garbage", false},
+	}
+	ids := make([]string, len(tests))
+	for i, tt := range tests {
+		res, err := rawCli.ContainerCreate(t.Context(), client.ContainerCreateOptions{
+			Config: &container.Config{
+				Image:      testImage,
+				Entrypoint: []string{probePath},
+				Cmd:        []string{"sleep", "1h"},
+				Labels:     map[string]string{LabelInstance: tt.instance, testLabel: t.Name()},
+			},
+		})
+		if err != nil {
+			t.Fatalf("create %s: %v", tt.name, err)
+		}
+		ids[i] = res.ID
+		t.Cleanup(func() {
+			_, _ = rawCli.ContainerRemove(context.Background(), res.ID, client.ContainerRemoveOptions{Force: true})
+		})
+	}
+	// One of them running, as a leftover of a crashed server would be.
+	if _, err := rawCli.ContainerStart(t.Context(), ids[0], client.ContainerStartOptions{}); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+
+	removed, err := e.Sweep(t.Context())
+	if err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if removed != 2 {
+		t.Errorf("got %d removed, want 2", removed)
+	}
+	for i, tt := range tests {
+		_, err := rawCli.ContainerInspect(t.Context(), ids[i], client.ContainerInspectOptions{})
+		gone := isNotFound(err)
+		if gone != tt.wantGone {
+			t.Errorf("%s: got gone=%v (%v), want %v", tt.name, gone, err, tt.wantGone)
+		}
+	}
+}
+
+func TestOOMKilled(t *testing.T) {
+	e := newTestExecutor(t, WithMemory(32<<20))
+	spec, out, errOut := probeSpec(t, "out", "marker", "alloc", "512")
+	x, err := e.Run(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !x.OOMKilled || x.Signal != "SIGKILL" || x.Code != 137 {
+		t.Fatalf("got %+v stdout %q, want OOMKilled SIGKILL 137", x, out.String())
+	}
+	want := fmt.Sprintf("exceeded its memory limit (%d MiB)", 32)
+	if got := errOut.String(); !strings.Contains(got, want) {
+		t.Errorf("got stderr %q, want it to say %q", got, want)
+	}
+}
