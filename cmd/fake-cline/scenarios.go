@@ -33,7 +33,7 @@ func init() {
 		"run_commands":           {doc: "run_commands cmd=… (repeatable; default echo hi-from-tool + git status --porcelain) like b_run_commands_tool", run: runRunCommands},
 		"commit":                 {doc: "editor creates path= (committed.txt), then run_commands git add -A + git commit -m message=", run: runCommit},
 		"tool_denied_abort":      {doc: "keeps calling editor on x.txt: aborted after 3 denied iterations (auto-approve false or disabledTools) like b_denied_tools_mistake_limit", run: runDeniedAbort},
-		"try_mutate":             {doc: "editor creates path= (mutated.txt), run_commands touch touch= (touched.txt), then answers", run: runTryMutate},
+		"try_mutate":             {doc: "optional read_files read=, then editor creates path= (mutated.txt), run_commands touch touch= (touched.txt), then answers Done.", run: runTryMutate},
 		"http_429":               {doc: "provider 429 after the retries: run_result error, exit 1 like c_http_429", run: failWith(err429)},
 		"http_500":               {doc: "provider 500: exit 1 like d_http_500", run: failWith(err500)},
 		"http_503":               {doc: "provider 503: exit 1 like d_http_503", run: failWith(err503)},
@@ -166,12 +166,17 @@ func runDeniedAbort(s *session) int {
 }
 
 func runTryMutate(s *session) int {
+	var turns []turn
+	if r := s.params.Get("read"); r != "" {
+		turns = append(turns, turn{calls: []call{{tool: "read_files", files: []string{s.abs(r)}}}})
+	}
 	touch := s.abs(s.param("touch", "touched.txt"))
-	return s.run(script{turns: []turn{
-		{calls: []call{{tool: "editor", path: s.abs(s.param("path", "mutated.txt")), newText: "mutated by fake-cline\n"}}},
-		{calls: []call{{tool: "run_commands", commands: []string{"touch " + touch}}}},
+	turns = append(turns,
+		turn{calls: []call{{tool: "editor", path: s.abs(s.param("path", "mutated.txt")), newText: s.param("content", "mutated by fake-cline\n")}}},
+		turn{calls: []call{{tool: "run_commands", commands: []string{"touch " + touch}}}},
 		textTurn("Done."),
-	}})
+	)
+	return s.run(script{turns: turns})
 }
 
 func failWith(pe providerError) func(*session) int {
