@@ -61,7 +61,12 @@ func Args(r Request) []string {
 		args = append(args, "-m", r.Model)
 	}
 	if r.SystemPrompt != "" {
-		args = append(args, "-s", r.SystemPrompt)
+		sys := r.SystemPrompt
+		if strings.HasPrefix(sys, "-") {
+			// Like the prompt: a value starting with "-" could be read as the next option.
+			sys = " " + sys
+		}
+		args = append(args, "-s", sys)
 	}
 	if r.Cwd != "" {
 		args = append(args, "-c", r.Cwd)

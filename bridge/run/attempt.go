@@ -265,4 +265,3 @@ func (k *call) onEvent(n int, ev cline.Event) {
 	}
 	k.progress(k.red.String(msg))
 }
-

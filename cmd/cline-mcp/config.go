@@ -33,6 +33,7 @@ type config struct {
 	logLevel     string
 	stopGrace    time.Duration
 	backoff      time.Duration
+	heartbeat    time.Duration
 }
 
 type multiFlag []string
@@ -57,6 +58,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.stopGrace, "stop-grace", sandbox.DefaultStopGrace, "time between the polite stop (SIGINT) and SIGKILL on timeout or cancel")
 	fs.DurationVar(&c.backoff, "retry-backoff", 0, "fixed pause before a retry (default: 2–3 s)")
+	fs.DurationVar(&c.heartbeat, "progress-heartbeat", 10*time.Second, "longest silence between progress notifications of a call that carries a progressToken")
 }
 
 func (c *config) validate() error {
@@ -82,6 +84,9 @@ func (c *config) validate() error {
 	}
 	if c.stopGrace <= 0 || c.stopGrace > time.Minute {
 		return fmt.Errorf("--stop-grace must be between 0 and 1m")
+	}
+	if c.heartbeat < 100*time.Millisecond || c.heartbeat > time.Minute {
+		return fmt.Errorf("--progress-heartbeat must be between 100ms and 1m")
 	}
 	if c.backoff < 0 {
 		return fmt.Errorf("--retry-backoff must not be negative")

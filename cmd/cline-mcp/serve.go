@@ -29,10 +29,11 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 	}
 	defer cleanup()
 	srv := mcpserver.New(mcpserver.Options{
-		Version: version,
-		Runner:  runner,
-		Floor:   sandbox.Isolation(cfg.isolation),
-		Logger:  log,
+		Version:   version,
+		Runner:    runner,
+		Floor:     sandbox.Isolation(cfg.isolation),
+		Logger:    log,
+		Heartbeat: cfg.heartbeat,
 	})
 	log.Info("serving MCP on stdio", "version", version, "isolation", cfg.isolation, "pid", os.Getpid())
 	err = srv.Serve(ctx, stdin, stdout)

@@ -1,0 +1,241 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"flag"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+var bins mcpsession.Binaries
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "cline-mcp-bins-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bins, err = mcpsession.Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// providersBefore is a_text_pong/providers.before.json: what `cline auth` leaves behind.
+const providersBefore = `{
+  "version": 1,
+  "lastUsedProvider": "openai-compatible",
+  "modes": {},
+  "providers": {
+    "openai-compatible": {
+      "settings": {
+        "apiKey": "sk-test-123",
+        "model": "fake-model",
+        "baseUrl": "http://127.0.0.1:18080/v1",
+        "provider": "openai-compatible"
+      },
+      "updatedAt": "2026-01-01T00:00:00.000Z",
+      "tokenSource": "manual"
+    }
+  }
+}
+`
+
+// env is one test's private world: HOME with a Cline settings file, a work dir, and the
+// fake CLI's record and state files.
+type env struct {
+	t         *testing.T
+	root      string
+	home      string
+	work      string
+	record    string
+	providers string
+	sess      *mcpsession.Session
+}
+
+func newEnv(t *testing.T, args ...string) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: builds and runs the server (skipped with -short)")
+	}
+	root := t.TempDir()
+	e := &env{t: t, root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), record: filepath.Join(root, "record.jsonl")}
+	e.providers = filepath.Join(e.home, ".cline", "data", "settings", "providers.json")
+	for _, d := range []string{e.work, filepath.Dir(e.providers), filepath.Join(root, "state"), filepath.Join(root, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(e.providers, []byte(providersBefore), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	environ := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + e.home,
+		"TMPDIR=" + filepath.Join(root, "tmp"),
+		"FAKE_CLINE_RECORD=" + e.record,
+		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "state"),
+	}
+	base := []string{"--cline", bins.FakeCline, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
+	e.sess = mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: append(base, args...), Env: environ, Dir: e.work})
+	t.Cleanup(func() {
+		_, bad := e.sess.Lines()
+		if len(bad) > 0 {
+			t.Errorf("server wrote %d non-JSON-RPC line(s) to stdout, first: %q", len(bad), bad[0])
+		}
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", e.sess.Stderr())
+		}
+	})
+	return e
+}
+
+func (e *env) call(tool string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, ok := args["cwd"]; !ok {
+		args["cwd"] = e.work
+	}
+	res := e.sess.Call(ctx, tool, args)
+	return res, mcpsession.Structured(e.t, res)
+}
+
+// record is one fake-cline invocation as FAKE_CLINE_RECORD saw it.
+type record struct {
+	PID                int               `json:"pid"`
+	PGID               int               `json:"pgid"`
+	Argv               []string          `json:"argv"`
+	Cwd                string            `json:"cwd"`
+	Env                map[string]string `json:"env"`
+	EnvKeys            []string          `json:"envKeys"`
+	Stdin              string            `json:"stdin"`
+	ProvidersPath      string            `json:"providersPath"`
+	GlobalSettingsPath string            `json:"globalSettingsPath"`
+	Scenario           string            `json:"scenario"`
+}
+
+func (e *env) records() []record {
+	e.t.Helper()
+	f, err := os.Open(e.record)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			e.t.Fatalf("record line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func num(m map[string]any, k string) float64 {
+	f, _ := m[k].(float64)
+	return f
+}
+
+// wantKind asserts a failure of the given kind.
+func wantKind(t *testing.T, res *mcp.CallToolResult, sc map[string]any, kind string) {
+	t.Helper()
+	if !res.IsError || sc["ok"] != false {
+		t.Fatalf("got ok result %v, want kind %s", sc, kind)
+	}
+	if got := str(sc, "kind"); got != kind {
+		t.Fatalf("got kind %q (message %q), want %q", got, str(sc, "message"), kind)
+	}
+}
+
+func wantOK(t *testing.T, res *mcp.CallToolResult, sc map[string]any) {
+	t.Helper()
+	if res.IsError || sc["ok"] != true {
+		t.Fatalf("got failure %s: %s", str(sc, "kind"), str(sc, "message"))
+	}
+}
+
+// alive reports whether pid still exists (zombies of other parents count as gone here only
+// when reaped, which init does quickly).
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+// eventually polls cond up to d.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func gitInit(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	run := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, b)
+		}
+	}
+	run("init", "-q", "-b", "main")
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("add", "-A")
+	run("commit", "-q", "-m", "init")
+}
