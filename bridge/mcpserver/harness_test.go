@@ -2,9 +2,9 @@ package mcpserver_test
 
 import (
 	"bufio"
-	"flag"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"

@@ -180,7 +180,9 @@ func TestCancelKillsTheRun(t *testing.T) {
 		t.Errorf("cancellation took %v, want within ~2 s", d)
 	}
 	// The server answered the cancelled request with kind cancelled (clients may ignore it).
-	if !eventually(5*time.Second, func() bool { return strings.Contains(strings.Join(linesOf(e.sess), ""), `\"kind\": \"cancelled\"`) || strings.Contains(strings.Join(linesOf(e.sess), ""), `"kind":"cancelled"`) }) {
+	if !eventually(5*time.Second, func() bool {
+		return strings.Contains(strings.Join(linesOf(e.sess), ""), `\"kind\": \"cancelled\"`) || strings.Contains(strings.Join(linesOf(e.sess), ""), `"kind":"cancelled"`)
+	}) {
 		t.Errorf("no result with kind cancelled on the wire")
 	}
 }
