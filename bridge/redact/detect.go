@@ -112,13 +112,14 @@ func init() {
 // open reports a private key block whose END line is not in b (the caller
 // streaming lines keeps redacting until it sees one).
 func (r *Redactor) scan(b []byte, sp []span) (_ []span, open bool) {
+	noJWT := 0 // no JWT starts before this index (keeps "eyJ-eyJ-..." linear)
 	for i := 0; i < len(b); i++ {
 		switch trigger[b[i]] {
 		case tNone:
 			continue
 		case tToken:
 			if i == 0 || !isWord(b[i-1]) {
-				if e, ok := tokenAt(b, i); ok {
+				if e, ok := tokenAt(b, i, &noJWT); ok {
 					sp = append(sp, span{i, e})
 					i = e - 1
 				} else if s, e, ok := bearerAt(b, i); ok {
@@ -127,10 +128,13 @@ func (r *Redactor) scan(b []byte, sp []span) (_ []span, open bool) {
 				}
 			}
 		case tColon:
-			sp = colonValue(b, i, sp)
-			sp = urlPassword(b, i, sp)
+			n := len(sp)
+			sp = urlPassword(b, i, colonValue(b, i, sp))
+			i = skipTo(sp, n, i)
 		case tEq:
+			n := len(sp)
 			sp = equalsValue(b, i, sp)
+			i = skipTo(sp, n, i)
 		case tDash:
 			if s, e, o, ok := pemBody(b, i); ok {
 				if e > s {
@@ -152,6 +156,17 @@ func (r *Redactor) scan(b []byte, sp []span) (_ []span, open bool) {
 		}
 	}
 	return merge(sp), open
+}
+
+// skipTo returns where scanning continues after a detector at i appended
+// sp[n:]: past the last value found, so a value is never rescanned (an
+// unterminated quote reaches the end of b, and rescanning it for every
+// later name would be quadratic).
+func skipTo(sp []span, n, i int) int {
+	for _, x := range sp[n:] {
+		i = max(i, x.e-1)
+	}
+	return i
 }
 
 // merge sorts spans and joins overlapping or touching ones, so adjacent
@@ -182,7 +197,7 @@ func run(b []byte, i int, c *charClass) int {
 
 // tokenAt matches a self-identifying credential or a JWT starting at b[i]
 // and returns its end.
-func tokenAt(b []byte, i int) (int, bool) {
+func tokenAt(b []byte, i int, noJWT *int) (int, bool) {
 	for _, r := range rulesByFst[b[i]] {
 		if !bytes.HasPrefix(b[i:], []byte(r.prefix)) {
 			continue
@@ -198,8 +213,14 @@ func tokenAt(b []byte, i int) (int, bool) {
 		}
 		return e, true
 	}
-	if b[i] == 'e' {
-		return jwtAt(b, i)
+	if b[i] == 'e' && i >= *noJWT {
+		e, ok := jwtAt(b, i)
+		if !ok {
+			// Any "eyJ" inside this base64url run ends the run at the same
+			// byte and fails the same way.
+			*noJWT = run(b, i, b64url)
+		}
+		return e, ok
 	}
 	return 0, false
 }
