@@ -25,6 +25,7 @@ type config struct {
 	configDir      string
 	timeout        string
 	retries        string
+	sessionID      string // --id: always interactive in the real CLI, so never a headless run
 	positionals    []string
 	subcommandWord string // set when the single positional is a known subcommand
 }
@@ -84,7 +85,7 @@ var options = map[string]optSpec{
 		c.thinking = v
 	}},
 	"--compaction": {optValue, nil},
-	"--id":         {optValue, nil},
+	"--id":         {optValue, func(c *config, v string) { c.sessionID = v }},
 	"-P":           {optValue, func(c *config, v string) { c.provider = v }},
 	"--provider":   {optValue, func(c *config, v string) { c.provider = v }},
 	"-k":           {optValue, func(c *config, v string) { c.key = v }},

@@ -23,6 +23,7 @@ func TestUsageErrorsMatchRecordings(t *testing.T) {
 		{"u_invalid_thinking", func(w workspace) []string { return w.args("--thinking", "extreme", "Reply with the word PONG") }, ""},
 		{"u_invalid_timeout", func(w workspace) []string { return w.args("-t", "0", "Reply with the word PONG") }, ""},
 		{"u_json_without_prompt", func(w workspace) []string { return w.args("--auto-approve", "false") }, ""},
+		{"u_json_without_prompt", func(w workspace) []string { return w.args("--id", "sess_x", "Reply with the word PONG") }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rec, func(t *testing.T) {

@@ -99,7 +99,7 @@ func run(args []string) int {
 	p := resolvePaths(cfg, os.Getenv, procCwd)
 	rec.paths = &p
 	rec.scenario, rec.params = selectScenario(prompt)
-	if prompt == "" {
+	if prompt == "" || cfg.sessionID != "" { // --id means the TUI: unsupported headless (u_session_id_*)
 		rec.usageError = "no prompt"
 		writeRecord(rec)
 		if cfg.json {
