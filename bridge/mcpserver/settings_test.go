@@ -1,0 +1,340 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+// twoProviders has a default provider and a second configured one with a saved reasoning
+// effort, so an override run has tracked fields to put back.
+const twoProviders = `{
+  "version": 1,
+  "lastUsedProvider": "openai-compatible",
+  "modes": {},
+  "providers": {
+    "openai-compatible": {
+      "settings": {
+        "provider": "openai-compatible",
+        "apiKey": "sk-test-123",
+        "model": "fake-model",
+        "baseUrl": "http://127.0.0.1:18080/v1"
+      },
+      "updatedAt": "2026-01-01T00:00:00.000Z",
+      "tokenSource": "manual"
+    },
+    "openai-native": {
+      "settings": {
+        "provider": "openai-native",
+        "apiKey": "sk-native-456",
+        "model": "gpt-saved",
+        "reasoning": {
+          "effort": "low"
+        }
+      },
+      "updatedAt": "2026-01-01T00:00:00.000Z",
+      "tokenSource": "manual"
+    }
+  }
+}
+`
+
+func (e *env) writeProviders(s string) {
+	e.t.Helper()
+	if err := os.WriteFile(e.providers, []byte(s), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) readProviders() map[string]any {
+	e.t.Helper()
+	b, err := os.ReadFile(e.providers)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		e.t.Fatalf("providers.json is not valid JSON after the run: %v\n%s", err, b)
+	}
+	return m
+}
+
+func dig(m any, path ...string) any {
+	for _, p := range path {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return nil
+		}
+		m = mm[p]
+	}
+	return m
+}
+
+func TestOverrideRestoresTrackedFieldsAndKeepsRefreshedToken(t *testing.T) {
+	e := newEnv(t)
+	e.writeProviders(twoProviders)
+	res, sc := e.call("ask_cline", map[string]any{
+		"prompt":   "Reply fake:token_refresh?token=tok-refreshed-1",
+		"provider": "openai-native",
+		"model":    "gpt-override",
+	})
+	wantOK(t, res, sc)
+	rec := e.records()
+	if len(rec) != 1 || !hasPair(rec[0].Argv, "-P", "openai-native") || !hasPair(rec[0].Argv, "-m", "gpt-override") {
+		t.Fatalf("override flags not passed: %+v", rec)
+	}
+	p := e.readProviders()
+	if got := p["lastUsedProvider"]; got != "openai-compatible" {
+		t.Errorf("lastUsedProvider: got %v, want openai-compatible restored", got)
+	}
+	if got := dig(p, "providers", "openai-native", "settings", "model"); got != "gpt-saved" {
+		t.Errorf("openai-native model: got %v, want gpt-saved restored", got)
+	}
+	if got := dig(p, "providers", "openai-native", "settings", "reasoning", "effort"); got != "low" {
+		t.Errorf("openai-native reasoning: got %v, want low", got)
+	}
+	if got := dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != "tok-refreshed-1" {
+		t.Errorf("refreshed token: got %v, want tok-refreshed-1 kept", got)
+	}
+	if got := dig(p, "providers", "openai-compatible", "settings", "apiKey"); got != "sk-test-123" {
+		t.Errorf("other provider damaged: apiKey %v", got)
+	}
+	st, err := os.Stat(e.providers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("providers.json mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+func TestOverrideNewProviderBlockKept(t *testing.T) {
+	e := newEnv(t)
+	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply please", "provider": "lmstudio", "model": "some-model"})
+	wantOK(t, res, sc)
+	p := e.readProviders()
+	if got := p["lastUsedProvider"]; got != "openai-compatible" {
+		t.Errorf("lastUsedProvider: got %v, want openai-compatible", got)
+	}
+	if got := dig(p, "providers", "lmstudio", "settings", "model"); got != "some-model" {
+		t.Errorf("the block Cline created must be kept whole; lmstudio model = %v", got)
+	}
+}
+
+func TestCorruptSettingsUntouchedWithWarning(t *testing.T) {
+	e := newEnv(t)
+	corrupt := "{ this is not json\n"
+	e.writeProviders(corrupt)
+	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply please", "model": "x-model"})
+	wantOK(t, res, sc)
+	b, err := os.ReadFile(e.providers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != corrupt {
+		t.Errorf("the unparseable file changed: %q", b)
+	}
+	ws := fmt.Sprint(sc["warnings"])
+	if !strings.Contains(ws, "providers.json") && !strings.Contains(ws, "settings") {
+		t.Errorf("no warning about the unparseable settings file: %v", ws)
+	}
+}
+
+func TestInvalidEntryWipeIsRepaired(t *testing.T) {
+	e := newEnv(t)
+	// One schema-invalid entry makes the real CLI overwrite the whole file with a single `cline`
+	// entry (o_invalid_providers_json_entry); the bridge puts the lost providers back.
+	bad := strings.Replace(twoProviders, `"model": "gpt-saved",`, `"model": "gpt-saved", "baseUrl": "not a url",`, 1)
+	e.writeProviders(bad)
+	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply please"})
+	wantOK(t, res, sc)
+	p := e.readProviders()
+	if dig(p, "providers", "openai-compatible", "settings", "apiKey") != "sk-test-123" || dig(p, "providers", "openai-native", "settings", "apiKey") != "sk-native-456" {
+		t.Errorf("providers lost by the CLI's wipe were not restored: %v", p)
+	}
+	if !strings.Contains(fmt.Sprint(sc["warnings"]), "openai") {
+		t.Errorf("no warning naming the restored providers: %v", sc["warnings"])
+	}
+}
+
+// TestLockDiscipline: default calls overlap each other; override calls overlap nothing. Each run
+// takes at least 2 s, so two runs overlap exactly when their starts are less than 2 s apart.
+func TestLockDiscipline(t *testing.T) {
+	e := newEnv(t)
+	e.writeProviders(twoProviders)
+	var wg sync.WaitGroup
+	launch := func(args map[string]any) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args["cwd"] = e.work
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			res := e.sess.Call(ctx, "ask_cline", args)
+			if sc := mcpsession.Structured(t, res); sc["ok"] != true {
+				t.Errorf("call failed: %v", sc["message"])
+			}
+		}()
+	}
+	for i := 0; i < 3; i++ {
+		launch(map[string]any{"prompt": "go fake:slow?seconds=2&interval_ms=500"})
+	}
+	for i := 0; i < 2; i++ {
+		launch(map[string]any{"prompt": "go fake:slow?seconds=2&interval_ms=500", "model": fmt.Sprintf("m-%d", i)})
+	}
+	wg.Wait()
+	recs := e.records()
+	if len(recs) != 5 {
+		t.Fatalf("got %d runs, want 5", len(recs))
+	}
+	type run struct {
+		start    time.Time
+		override bool
+	}
+	var runs []run
+	for _, r := range recs {
+		st := startedAt(t, e, r)
+		runs = append(runs, run{st, contains(r.Argv, "-m")})
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
+	const minRun = 2 * time.Second
+	defaultsOverlap := 0
+	for i := range runs {
+		for j := i + 1; j < len(runs); j++ {
+			gap := runs[j].start.Sub(runs[i].start)
+			overlap := gap < minRun-100*time.Millisecond
+			if overlap && (runs[i].override || runs[j].override) {
+				t.Errorf("an override run overlapped another run (starts %v apart)", gap)
+			}
+			if overlap && !runs[i].override && !runs[j].override {
+				defaultsOverlap++
+			}
+		}
+	}
+	if defaultsOverlap == 0 {
+		t.Errorf("default runs never overlapped; they must share the read lock")
+	}
+	if p := e.readProviders(); p["lastUsedProvider"] != "openai-compatible" || dig(p, "providers", "openai-compatible", "settings", "model") != "fake-model" {
+		t.Errorf("tracked fields not restored after concurrent overrides: %v", p)
+	}
+}
+
+func startedAt(t *testing.T, e *env, r record) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(e.record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var m struct {
+			PID       int    `json:"pid"`
+			StartedAt string `json:"startedAt"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && m.PID == r.PID {
+			ts, err := time.Parse(time.RFC3339Nano, m.StartedAt)
+			if err != nil {
+				t.Fatalf("startedAt %q: %v", m.StartedAt, err)
+			}
+			return ts
+		}
+	}
+	t.Fatalf("no startedAt for pid %d", r.PID)
+	return time.Time{}
+}
+
+func TestQueuedOverrideCancelledNeverSpawns(t *testing.T) {
+	e := newEnv(t)
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		e.sess.Call(ctx, "ask_cline", map[string]any{"prompt": "go fake:slow?seconds=3&interval_ms=500", "model": "m1", "cwd": e.work})
+	}()
+	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+		t.Fatal("the first override run never started")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "queued call", "model": "m2", "cwd": e.work}, nil)
+	}()
+	// The second call can only be queued: the first holds the write lock for 3 s.
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	<-done
+	if !eventually(5*time.Second, func() bool {
+		return strings.Contains(strings.Join(linesOf(e.sess), ""), "waited for the settings lock")
+	}) {
+		t.Errorf("no cancelled result for the queued call")
+	}
+	<-first
+	if n := len(e.records()); n != 1 {
+		t.Errorf("got %d CLI runs, want 1: the cancelled queued call must never spawn", n)
+	}
+}
+
+func TestStressMixedOverrides(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test (skipped with -short)")
+	}
+	e := newEnv(t)
+	e.writeProviders(twoProviders)
+	const n = 100
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			args := map[string]any{"prompt": "go fake:pong", "cwd": e.work}
+			if i%2 == 0 {
+				args["prompt"] = fmt.Sprintf("go fake:token_refresh?token=tok-%03d", i)
+				args["provider"] = "openai-native"
+				args["model"] = fmt.Sprintf("gpt-%d", i)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			res := e.sess.Call(ctx, "ask_cline", args)
+			if sc := mcpsession.Structured(t, res); sc["ok"] != true {
+				t.Errorf("call %d failed: %v %v", i, sc["kind"], sc["message"])
+			}
+		}(i)
+	}
+	wg.Wait()
+	p := e.readProviders() // fails the test if corrupt
+	// The last override run (by start time; they are serialised) wrote the final token.
+	var lastToken string
+	var lastStart time.Time
+	b, _ := os.ReadFile(e.record)
+	for _, line := range strings.Split(string(b), "\n") {
+		var m struct {
+			StartedAt      string `json:"startedAt"`
+			RefreshedToken string `json:"refreshedToken"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil || m.RefreshedToken == "" {
+			continue
+		}
+		ts, _ := time.Parse(time.RFC3339Nano, m.StartedAt)
+		if ts.After(lastStart) {
+			lastStart, lastToken = ts, m.RefreshedToken
+		}
+	}
+	if got := dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != lastToken {
+		t.Errorf("final token %v, want the last one written %q", got, lastToken)
+	}
+	if p["lastUsedProvider"] != "openai-compatible" || dig(p, "providers", "openai-native", "settings", "model") != "gpt-saved" {
+		t.Errorf("tracked fields not restored: lastUsedProvider=%v model=%v", p["lastUsedProvider"], dig(p, "providers", "openai-native", "settings", "model"))
+	}
+	if got := len(e.records()); got != n {
+		t.Errorf("got %d runs, want %d", got, n)
+	}
+}
