@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -193,6 +194,9 @@ func TestAddErrors(t *testing.T) {
 // .git/hooks, plus an fsmonitor that fails.
 func failingHooks(t *testing.T, repo string) (marker string) {
 	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("hook scripts need a POSIX shell")
+	}
 	marker = filepath.Join(t.TempDir(), "hook-ran")
 	script := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexit 1\n"
 	hooks := t.TempDir()
@@ -429,6 +433,9 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 }
 
 func TestRootIsMadePrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows has no POSIX mode bits; the per-user temp dir is private")
+	}
 	m := newManager(t)
 	if err := os.MkdirAll(m.Root, 0o755); err != nil {
 		t.Fatal(err)
