@@ -26,6 +26,7 @@ type fakeClient struct {
 	createErr  error
 	statErr    error
 	stopErr    error
+	startErr   error
 	created    client.ContainerCreateOptions
 	stopOpts   client.ContainerStopOptions
 	killOpts   client.ContainerKillOptions
@@ -44,13 +45,14 @@ type fakeClient struct {
 	onStart func()
 
 	started  chan struct{}
+	removed  chan struct{}
 	exited   chan struct{}
 	exitOnce sync.Once
 	server   net.Conn
 }
 
 func newFake() *fakeClient {
-	return &fakeClient{started: make(chan struct{}), exited: make(chan struct{})}
+	return &fakeClient{started: make(chan struct{}), exited: make(chan struct{}), removed: make(chan struct{})}
 }
 
 func (f *fakeClient) record(call string) {
@@ -97,7 +99,11 @@ func (f *fakeClient) ContainerAttach(ctx context.Context, id string, _ client.Co
 	f.server = theirs
 	go func() {
 		defer theirs.Close()
-		<-f.started
+		select {
+		case <-f.started:
+		case <-f.removed: // never started
+			return
+		}
 		if _, err := theirs.Write(f.frames); err != nil {
 			return
 		}
@@ -133,6 +139,9 @@ func (f *fakeClient) ContainerWait(ctx context.Context, id string, opts client.C
 
 func (f *fakeClient) ContainerStart(ctx context.Context, id string, _ client.ContainerStartOptions) (client.ContainerStartResult, error) {
 	f.record("start")
+	if f.startErr != nil {
+		return client.ContainerStartResult{}, f.startErr
+	}
 	close(f.started)
 	if !f.exitOnStop {
 		f.exit()
@@ -172,6 +181,7 @@ func (f *fakeClient) ContainerRemove(ctx context.Context, id string, opts client
 	f.removeOpts = opts
 	f.removeCtx = ctx.Err()
 	f.exit()
+	close(f.removed)
 	return client.ContainerRemoveResult{}, nil
 }
 
