@@ -20,7 +20,11 @@ func TestRunLeavesNoGoroutines(t *testing.T) {
 		setup func(*fakeClient, context.CancelFunc)
 	}{
 		{"normal exit", func(f *fakeClient, _ context.CancelFunc) { f.frames = frame(1, "x\n") }},
-		{"stopped", func(f *fakeClient, cancel context.CancelFunc) { f.exitOnStop = true; f.exitCode = 130; f.onStart = cancel }},
+		{"stopped", func(f *fakeClient, cancel context.CancelFunc) {
+			f.exitOnStop = true
+			f.exitCode = 130
+			f.onStart = cancel
+		}},
 		{"streams cut", func(f *fakeClient, _ context.CancelFunc) { f.holdStream = true }},
 		{"start fails", func(f *fakeClient, _ context.CancelFunc) { f.startErr = errors.New("no") }},
 		{"executable missing", func(f *fakeClient, _ context.CancelFunc) { f.statErr = errNotFound }},
