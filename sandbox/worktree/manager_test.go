@@ -452,3 +452,33 @@ func TestRootIsMadePrivate(t *testing.T) {
 		t.Errorf("root mode: got %v (%v), want 0700", fi.Mode().Perm(), err)
 	}
 }
+
+func TestLayoutOfLinkedWorktree(t *testing.T) {
+	ctx := t.Context()
+	repo := newRepo(t, map[string]string{"f.txt": "v1\n"})
+	m := newManager(t)
+	wt, err := m.Add(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wt.Remove(context.Background()) })
+	g := &Git{}
+	main, err := g.Layout(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := filepath.Join(resolved(t, repo), ".git")
+	if main.Top != resolved(t, repo) || main.GitDir != common || main.CommonDir != common {
+		t.Errorf("main layout: got %+v, want top %s and git dirs %s", main, resolved(t, repo), common)
+	}
+	linked, err := g.Layout(ctx, wt.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if linked.Top != wt.Path || linked.CommonDir != common || filepath.Dir(linked.GitDir) != filepath.Join(common, "worktrees") {
+		t.Errorf("linked layout: got %+v, want top %s, common %s, git dir under %s/worktrees", linked, wt.Path, common, common)
+	}
+	if _, err := g.Layout(ctx, t.TempDir()); !errors.Is(err, ErrNotGit) {
+		t.Errorf("Layout of a plain dir: got %v, want ErrNotGit", err)
+	}
+}
