@@ -350,7 +350,6 @@ func TestRunDeadline(t *testing.T) {
 }
 
 func TestLaunchErrors(t *testing.T) {
-	requireEngine(t)
 	t.Run("engine down", func(t *testing.T) {
 		t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "dead.sock"))
 		e, err := New(WithImage(testImage))
