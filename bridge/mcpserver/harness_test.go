@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
 	"strings"
 	"syscall"
 	"testing"
@@ -90,6 +91,13 @@ func newEnv(t *testing.T, args ...string) *env {
 	if err := os.WriteFile(e.providers, []byte(providersBefore), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	e.start(args...)
+	return e
+}
+
+// start launches a server over this env's HOME, TMPDIR and work dir.
+func (e *env) start(args ...string) {
+	t, root := e.t, e.root
 	environ := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + e.home,
@@ -98,17 +106,25 @@ func newEnv(t *testing.T, args ...string) *env {
 		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "state"),
 	}
 	base := []string{"--cline", bins.FakeCline, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
-	e.sess = mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: append(base, args...), Env: environ, Dir: e.work})
+	sess := mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: append(base, args...), Env: environ, Dir: e.work})
+	e.sess = sess
 	t.Cleanup(func() {
-		_, bad := e.sess.Lines()
+		_, bad := sess.Lines()
 		if len(bad) > 0 {
 			t.Errorf("server wrote %d non-JSON-RPC line(s) to stdout, first: %q", len(bad), bad[0])
 		}
 		if t.Failed() {
-			t.Logf("server stderr:\n%s", e.sess.Stderr())
+			t.Logf("server stderr:\n%s", sess.Stderr())
 		}
 	})
-	return e
+}
+
+// newEnvLike starts a second server over the same directories (a restart after a crash).
+func newEnvLike(t *testing.T, e *env, args ...string) *env {
+	e2 := *e
+	e2.t = t
+	e2.start(args...)
+	return &e2
 }
 
 func (e *env) call(tool string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
