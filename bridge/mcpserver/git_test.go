@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -135,13 +136,22 @@ func TestApplyEditThenTransientNotRetried(t *testing.T) {
 	e := newEnv(t)
 	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
 	// An edit followed by a transient provider error: retrying could repeat the edit.
-	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Edit then fail fake:edit?path=x.txt&then=http_503", "cwd": e.work})
-	if sc["ok"] == true {
-		t.Skip("fake-cline has no edit-then-fail variant")
-	}
-	_ = res
+	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Edit then fail fake:edit_then_fail?path=x.txt", "cwd": e.work})
+	wantKind(t, res, sc, "transient_provider_error")
 	if num(sc, "attempts") != 1 {
 		t.Errorf("got attempts %v, want 1", sc["attempts"])
+	}
+	if n := len(e.records()); n != 1 {
+		t.Errorf("got %d CLI runs, want 1", n)
+	}
+	if !strings.Contains(fmt.Sprint(sc["warnings"]), "not retried") {
+		t.Errorf("warnings %v do not say why it was not retried", sc["warnings"])
+	}
+	if files := changedFiles(sc); files["x.txt"] != "A" {
+		t.Errorf("the error must carry the evidence: changedFiles %v", files)
+	}
+	if g, _ := sc["git"].(map[string]any); g == nil {
+		t.Errorf("the error lacks the git object")
 	}
 }
 

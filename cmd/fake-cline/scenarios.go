@@ -28,6 +28,7 @@ func init() {
 		"thinking":               {doc: "reasoning deltas then PONG like g_thinking_high", run: runThinking},
 		"read":                   {doc: "read_files path= (default README.md), then answer", run: runRead},
 		"edit":                   {doc: "editor creates path= (default hello.txt) with content=; optional second call replaces old= by new= in replace_path=", run: runEdit},
+		"edit_then_fail":         {doc: "editor creates path= (default hello.txt), then the provider fails with a transient 503 (exit 1)", run: runEditThenFail},
 		"edit_many":              {doc: "modify tracked modify= (README.md), create create= (new_file.txt), rm delete= and mv rename=a:b when present", run: runEditMany},
 		"edit_binary":            {doc: "editor writes bytes= (64) binary bytes to path= (blob.bin)", run: runEditBinary},
 		"run_commands":           {doc: "run_commands cmd=… (repeatable; default echo hi-from-tool + git status --porcelain) like b_run_commands_tool", run: runRunCommands},
@@ -100,6 +101,12 @@ func runEdit(s *session) int {
 		intro, done = "I will create "+path+" and update "+rp+".", "Created "+path+" and updated "+rp+"."
 	}
 	return s.run(script{turns: []turn{{text: chunks(intro, 12), calls: calls}, textTurn(chunks(done, 12)...)}})
+}
+
+func runEditThenFail(s *session) int {
+	path := s.param("path", "hello.txt")
+	calls := []call{{tool: "editor", path: s.abs(path), newText: s.param("content", "Hello from the fake model\n")}}
+	return s.run(script{turns: []turn{{text: chunks("I will create "+path+".", 12), calls: calls}, {err: &err503}}})
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
