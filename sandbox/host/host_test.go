@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -148,6 +149,35 @@ func TestNilEnvIsEmpty(t *testing.T) {
 	}
 	if stdout.Len() != 0 {
 		t.Errorf("env(1) output: got %q, want empty", stdout.String())
+	}
+}
+
+// A relative Path with a separator is taken relative to the server's working directory, not
+// to spec.Dir.
+func TestRelativePathFromServerDir(t *testing.T) {
+	spec := childSpec(t, "exit", "HOSTEXEC_TAG=rel")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, spec.Path)
+	if err != nil {
+		t.Skipf("no relative path to the test binary: %v", err)
+	}
+	if !strings.Contains(rel, string(filepath.Separator)) {
+		rel = "." + string(filepath.Separator) + rel
+	}
+	spec.Path = rel
+	// A Dir at a different depth, so that rel means nothing relative to it.
+	spec.Dir = filepath.Join(spec.Dir, "a", "b", "c", "d", "e")
+	if err := os.MkdirAll(spec.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	spec.Stdout = &stdout
+	x, err := run(t, spec)
+	if err != nil || x.Code != 0 || stdout.String() != "out rel\n" {
+		t.Errorf("Run %s in dir %s: got %+v, %v, stdout %q; want code 0 and %q", rel, spec.Dir, x, err, stdout.String(), "out rel\n")
 	}
 }
 

@@ -52,6 +52,13 @@ func resolve(spec sandbox.Spec) (string, error) {
 		}
 		return p, nil
 	}
+	if !filepath.IsAbs(path) {
+		// os/exec would resolve a relative Path against Dir; a user's "--cline ./x" means
+		// the server's working directory.
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
