@@ -188,3 +188,15 @@ func TestNewIgnoresShortAndBlankLiterals(t *testing.T) {
 		t.Errorf("got %q, want unchanged %q", got, in)
 	}
 }
+
+func TestNilRedactorUsesPatterns(t *testing.T) {
+	var r *Redactor
+	if got, want := r.String("Authorization: Bearer sk-test-123"), "Authorization: Bearer [REDACTED]"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	tail := r.NewTail(0)
+	tail.Write([]byte("API_KEY=abcdef\npartial sk-te"))
+	if got, want := tail.String(), "API_KEY=[REDACTED]\npartial [REDACTED]"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -145,17 +145,7 @@ func (r *Redactor) scan(b []byte, sp []span) (_ []span, open bool) {
 			}
 		}
 	}
-	for _, lit := range r.literals {
-		for off := 0; ; {
-			k := bytes.Index(b[off:], lit)
-			if k < 0 {
-				break
-			}
-			sp = append(sp, span{off + k, off + k + len(lit)})
-			off += k + len(lit)
-		}
-	}
-	return merge(sp), open
+	return merge(r.literalSpans(b, sp)), open
 }
 
 // skipTo returns where scanning continues after a detector at i appended

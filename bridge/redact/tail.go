@@ -133,6 +133,9 @@ func (t *Tail) String() string {
 // literalPrefix returns a span covering the end of b if it is the start of
 // a known literal secret (at least 4 bytes of it), or nil.
 func (t *Tail) literalPrefix(b []byte) []span {
+	if t.r == nil {
+		return nil
+	}
 	for _, lit := range t.r.literals {
 		for k := min(len(lit)-1, len(b)); k >= 4; k-- {
 			if bytes.HasSuffix(b, lit[:k]) {
