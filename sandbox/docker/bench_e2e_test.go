@@ -63,16 +63,30 @@ func BenchmarkRun(b *testing.B) {
 		}
 	})
 
-	b.Run("docker-cli", func(b *testing.B) {
-		docker, err := exec.LookPath("docker")
-		if err != nil {
-			b.Skip("docker CLI not on PATH")
-		}
+	b.Run("docker-cli", func(b *testing.B) { benchDockerCLI(b, "bridge") })
+
+	// Without a network the engine skips the veth set-up, which is most of its start cost.
+	none := newTestExecutor(b, WithNetwork("none"))
+	b.Run("executor-network-none", func(b *testing.B) {
 		for b.Loop() {
-			cmd := exec.Command(docker, "run", "--rm", "--label", testLabel+"=bench", "--entrypoint", probePath, testImage, "exit", "0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("docker run: %v\n%s", err, out)
+			x, err := none.Run(ctx, spec)
+			if err != nil || x.Code != 0 {
+				b.Fatalf("Run: %+v %v", x, err)
 			}
 		}
 	})
+	b.Run("docker-cli-network-none", func(b *testing.B) { benchDockerCLI(b, "none") })
+}
+
+func benchDockerCLI(b *testing.B, network string) {
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		b.Skip("docker CLI not on PATH")
+	}
+	for b.Loop() {
+		cmd := exec.Command(docker, "run", "--rm", "--network", network, "--label", testLabel+"=bench", "--entrypoint", probePath, testImage, "exit", "0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("docker run: %v\n%s", err, out)
+		}
+	}
 }
