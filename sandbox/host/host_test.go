@@ -335,14 +335,15 @@ func TestCancelWorstCaseBounded(t *testing.T) {
 // gone and the settle grace is long over — a consumer too slow to have read the child's last
 // output before the cut.
 type slowFirstWrite struct {
-	t     *testing.T
 	grace time.Duration
 	buf   bytes.Buffer
 }
 
 func (s *slowFirstWrite) Write(p []byte) (int, error) {
 	if s.buf.Len() == 0 {
-		child, _ := pids(s.t, string(p))
+		// Runs on Run's pump goroutine: no t.Fatal here; the test checks the output later.
+		var child, gc int
+		_, _ = fmt.Sscanf(string(p), "pid=%d gc=%d", &child, &gc)
 		deadline := time.Now().Add(testTimeout)
 		for alive(child) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
@@ -358,7 +359,7 @@ func TestCutDeliversBufferedTail(t *testing.T) {
 	}
 	spec := childSpec(t, "late-tail")
 	spec.SettleGrace = 100 * time.Millisecond
-	stdout := &slowFirstWrite{t: t, grace: spec.SettleGrace}
+	stdout := &slowFirstWrite{grace: spec.SettleGrace}
 	spec.Stdout = stdout
 	x, err := run(t, spec)
 	if err != nil {
