@@ -204,6 +204,9 @@ func TestGrandchildHoldsStdio(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no grandchild pid line")
 	}
+	if pid <= 1 {
+		t.Fatalf("bad grandchild pid %d", pid)
+	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	pgid, err := syscall.Getpgid(pid)
 	if err != nil {
