@@ -175,6 +175,8 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	cancel()
 	parser.Close()
 	stderr.Close()
+	outTail.Flush()
+	errTail.Flush()
 	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
 	if err != nil {
 		a.verdict = launchVerdict(err)
@@ -192,6 +194,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 		Elapsed:        exit.Duration,
 		Stdout:         sum,
 		Stderr:         stderr.Summary(),
+		OOMKilled:      exit.OOMKilled,
 		Analysis:       k.Tool.Analysis(),
 	})
 	if exit.StreamsCut {

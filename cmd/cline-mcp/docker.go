@@ -2,31 +2,55 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
-	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 )
 
-// newDocker builds the Docker executor when an engine is configured. A missing engine is not
-// fatal: calls that need Docker then fail with launch_failed and the reason.
-func newDocker(ctx context.Context, cfg *config) (sandbox.Executor, func(context.Context) (int, error), error) {
-	return nil, nil, errors.New("docker executor not wired yet")
+// newDocker builds the Docker executor from the flags. It does not contact the engine: an
+// engine that is down (or starts later) is found per call, and such a call fails with
+// launch_failed and the fix instead of falling back to the host.
+func newDocker(cfg *config) (*docker.Executor, error) {
+	mem, err := parseBytes(cfg.dockerMemory)
+	if err != nil {
+		return nil, err
+	}
+	return docker.New(
+		docker.WithImage(cfg.dockerImage),
+		docker.WithNetwork(cfg.dockerNetwork),
+		docker.WithMemory(mem),
+		docker.WithPidsLimit(cfg.dockerPids),
+		docker.WithCPUs(cfg.dockerCPUs),
+	)
 }
 
 // dockerCheck reports the engine and the configured image; it is required only when Docker
 // isolation is configured.
 func dockerCheck(ctx context.Context, cfg *config, needed bool) check {
 	c := check{name: "docker", optional: !needed}
-	_, _, err := newDocker(ctx, cfg)
+	suffix := ""
+	if !needed {
+		suffix = " (only needed for --isolation docker or calls with isolation:\"docker\")"
+	}
+	ex, err := newDocker(cfg)
 	if err != nil {
-		c.detail = err.Error()
-		c.fix = "start the Docker engine and build the image: make image (or make image-fake for tests)"
-		if !needed {
-			c.detail += " (only needed for --isolation docker or calls with isolation:\"docker\")"
-		}
+		c.detail, c.fix = err.Error()+suffix, "check the --docker-* flags and DOCKER_HOST"
 		return c
 	}
-	c.ok = true
-	c.detail = "engine reachable, image " + cfg.dockerImage + " present"
+	defer ex.Close()
+	if err := ex.Ping(ctx); err != nil {
+		c.detail, c.fix = err.Error()+suffix, docker.HintEngine
+		return c
+	}
+	ok, err := ex.ImagePresent(ctx)
+	switch {
+	case err != nil:
+		c.detail, c.fix = fmt.Sprintf("image %s: %v%s", cfg.dockerImage, err, suffix), docker.HintImage
+	case !ok:
+		c.detail, c.fix = fmt.Sprintf("engine reachable, but image %s is missing%s", cfg.dockerImage, suffix), docker.HintImage
+	default:
+		c.ok = true
+		c.detail = fmt.Sprintf("engine reachable, image %s present, network %s", cfg.dockerImage, cfg.dockerNetwork)
+	}
 	return c
 }

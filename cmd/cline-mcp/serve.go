@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -74,14 +73,14 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		b := cfg.backoff
 		rc.Backoff = func() time.Duration { return b }
 	}
-	dock, sweepDocker, derr := newDocker(ctx, cfg)
+	var sweepDocker func(context.Context) (int, error)
+	dock, derr := newDocker(cfg)
 	if derr != nil {
 		rc.DockerErr = derr
-		if cfg.isolation == "docker" || cfg.retryIsolation == "docker" {
-			log.Warn("docker isolation is configured but unavailable; calls that need it fail with launch_failed", "err", derr)
-		}
+		log.Warn("docker isolation unavailable; calls that need it fail with launch_failed", "err", derr)
 	} else {
 		rc.Docker = dock
+		sweepDocker = dock.Sweep
 	}
 	runner, err := run.New(rc)
 	if err != nil {
@@ -104,7 +103,11 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 			}
 		}
 	}()
-	return runner, func() { cancel(); <-done }, nil
+	return runner, func() {
+		cancel()
+		<-done
+		if dock != nil {
+			_ = dock.Close()
+		}
+	}, nil
 }
-
-var _ = filepath.Join

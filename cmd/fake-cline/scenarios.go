@@ -33,6 +33,7 @@ func init() {
 		"edit_binary":            {doc: "editor writes bytes= (64) binary bytes to path= (blob.bin)", run: runEditBinary},
 		"run_commands":           {doc: "run_commands cmd=… (repeatable; default echo hi-from-tool + git status --porcelain) like b_run_commands_tool", run: runRunCommands},
 		"commit":                 {doc: "editor creates path= (committed.txt), then run_commands git add -A + git commit -m message=", run: runCommit},
+		"sneak_ref":              {doc: "edits path= (sneak.txt), then writes a new branch ref .git/refs/heads/name= (cline-sneaky) at HEAD with the editor, like an agent without git creating a branch", run: runSneakRef},
 		"tool_denied_abort":      {doc: "keeps calling editor on x.txt: aborted after 3 denied iterations (auto-approve false or disabledTools) like b_denied_tools_mistake_limit", run: runDeniedAbort},
 		"try_mutate":             {doc: "optional read_files read=, then editor creates path= (mutated.txt), run_commands touch touch= (touched.txt), then answers Done.", run: runTryMutate},
 		"http_429":               {doc: "provider 429 after the retries: run_result error, exit 1 like c_http_429", run: failWith(err429)},
@@ -164,6 +165,27 @@ func runCommit(s *session) int {
 		{calls: []call{{tool: "editor", path: s.abs(path), newText: "committed by fake-cline\n"}}},
 		{calls: []call{{tool: "run_commands", commands: cmds}}},
 		textTurn("Committed " + path + "."),
+	}}
+	return s.run(sc)
+}
+
+// runSneakRef creates a branch by writing the ref file directly: no git binary needed, so it
+// also runs in the scratch image, where a read-only .git mount must stop it.
+func runSneakRef(s *session) int {
+	head := ""
+	if b, err := os.ReadFile(s.abs(".git/HEAD")); err == nil {
+		ref := strings.TrimSpace(strings.TrimPrefix(string(b), "ref: "))
+		if id, err := os.ReadFile(s.abs(".git/" + ref)); err == nil {
+			head = strings.TrimSpace(string(id))
+		} else {
+			head = ref
+		}
+	}
+	path := s.param("path", "sneak.txt")
+	sc := script{turns: []turn{
+		{calls: []call{{tool: "editor", path: s.abs(path), newText: "sneaked in by fake-cline\n"}}},
+		{calls: []call{{tool: "editor", path: s.abs(".git/refs/heads/" + s.param("name", "cline-sneaky")), newText: head + "\n"}}},
+		textTurn("Edited " + path + " and made a branch."),
 	}}
 	return s.run(sc)
 }
