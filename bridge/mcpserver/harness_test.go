@@ -22,6 +22,9 @@ import (
 
 var bins mcpsession.Binaries
 
+// beforeAll and afterAll are filled by build-tagged files (the Docker tests).
+var beforeAll, afterAll []func() error
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
@@ -38,7 +41,20 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	for _, f := range beforeAll {
+		if err := f(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
+	for _, f := range afterAll {
+		if err := f(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -96,7 +112,10 @@ func newEnv(t *testing.T, args ...string) *env {
 }
 
 // start launches a server over this env's HOME, TMPDIR and work dir.
-func (e *env) start(args ...string) {
+func (e *env) start(args ...string) { e.startWithEnv(nil, args...) }
+
+// startWithEnv is start with extra environment entries for the server.
+func (e *env) startWithEnv(extra []string, args ...string) {
 	t, root := e.t, e.root
 	environ := []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -105,6 +124,7 @@ func (e *env) start(args ...string) {
 		"FAKE_CLINE_RECORD=" + e.record,
 		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "state"),
 	}
+	environ = append(environ, extra...)
 	base := []string{"--cline", bins.FakeCline, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
 	sess := mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: append(base, args...), Env: environ, Dir: e.work})
 	e.sess = sess

@@ -25,7 +25,7 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 			return nil, fmt.Errorf("cancelled while waiting for the settings lock: %w", err)
 		}
 	}
-	cp, err := k.r.cfg.Settings.PrivateCopy(filepath.Join(k.private, fmt.Sprintf("docker-%d", n)))
+	cp, err := k.r.cfg.Settings.PrivateCopy(k.private)
 	if !lockHeld {
 		lock.RUnlock()
 	}

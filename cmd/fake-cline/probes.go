@@ -45,7 +45,7 @@ func runProbeWrite(s *session) int {
 			}
 			p := filepath.Join(dir, ".fake-cline-probe-"+strconv.Itoa(os.Getpid()))
 			err := os.WriteFile(p, []byte("probe\n"), 0o600)
-			if err == nil {
+			if err == nil && s.params.Get("keep") != "true" {
 				_ = os.Remove(p)
 			}
 			r = append(r, kv{t.k, obj{{"path", dir}, {"result", errString(err)}}})

@@ -56,7 +56,7 @@ func init() {
 		"huge":                   {doc: "bytes= of content_start lines (default 1 MiB) or one line= bytes long, then a completed result", run: runHuge},
 		"secrets":                {doc: "prints sk-/nvapi-/Bearer/\"apiKey\"/API_KEY= secrets built from value= on stdout, stderr and in the final text", run: runSecrets},
 		"token_refresh":          {doc: "like pong, and sets providers[p].settings.auth.accessToken to token= (or a random value, see RECORD refreshedToken)", run: runPong},
-		"probe_write":            {doc: "tries to write in /, /etc, the parent of -c, $HOME, -c and /tmp; JSON report as final text", run: runProbeWrite},
+		"probe_write":            {doc: "tries to write in /, /etc, the parent of -c, $HOME, -c and /tmp (keep=true leaves the files, so a test can look for them on the host); JSON report as final text", run: runProbeWrite},
 		"probe_read":             {doc: "tries to read path= (default /etc/shadow); JSON report", run: runProbeRead},
 		"probe_caps":             {doc: "tries chown, mknod, setuid(0), a raw socket; JSON report", run: runProbeCaps},
 		"probe_net":              {doc: "tries TCP to addr= (1.1.1.1:443) and DNS of host= (example.com); JSON report", run: runProbeNet},

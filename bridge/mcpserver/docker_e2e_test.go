@@ -1,0 +1,321 @@
+//go:build e2e
+
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+// dockerErr is why Docker tests cannot run here; under CI=true that fails the suite instead.
+var dockerErr error
+
+func init() {
+	beforeAll = append(beforeAll, func() error {
+		if err := mcpsession.DockerAvailable(); err != nil {
+			if os.Getenv("CI") == "true" {
+				return fmt.Errorf("CI=true but the Docker engine is unavailable: %w", err)
+			}
+			dockerErr = err
+			fmt.Fprintf(os.Stderr, "!!! Docker tests of bridge/mcpserver will be SKIPPED: %v\n", err)
+			return nil
+		}
+		return mcpsession.BuildFakeImage(bins)
+	})
+	afterAll = append(afterAll, func() error {
+		if dockerErr != nil {
+			return nil
+		}
+		ids, err := mcpsession.LabelledContainers("cline-mcp.run")
+		if err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			return fmt.Errorf("leak: %d container(s) labelled cline-mcp.run left behind: %v", len(ids), ids)
+		}
+		return nil
+	})
+}
+
+func newDockerEnv(t *testing.T, args ...string) *env {
+	t.Helper()
+	if dockerErr != nil {
+		t.Skipf("!!! SKIPPED: no Docker engine: %v", dockerErr)
+	}
+	base := []string{"--docker-image", mcpsession.FakeImage, "--docker-network", "none"}
+	return newEnv(t, append(base, args...)...)
+}
+
+func dockerCall(e *env, tool string, args map[string]any) (map[string]any, string) {
+	args["isolation"] = "docker"
+	res, sc := e.call(tool, args)
+	return sc, mcpsession.Text(res)
+}
+
+func wantDockerOK(t *testing.T, sc map[string]any) {
+	t.Helper()
+	if sc["ok"] != true {
+		t.Fatalf("got failure %v: %v", sc["kind"], sc["message"])
+	}
+	if sc["isolation"] != "docker" || fmt.Sprint(sc["attemptIsolation"]) != "[docker]" {
+		t.Fatalf("got isolation %v %v, want docker", sc["isolation"], sc["attemptIsolation"])
+	}
+}
+
+// callTemps lists the per-call private dirs (settings copies, tool policy) left in TMPDIR.
+func callTemps(e *env) []string {
+	m, _ := filepath.Glob(filepath.Join(e.root, "tmp", "cline-mcp-call-*"))
+	return m
+}
+
+func TestDockerAskCline(t *testing.T) {
+	e := newDockerEnv(t)
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	wantDockerOK(t, sc)
+	if sc["text"] != "PONG" {
+		t.Errorf("got text %v", sc["text"])
+	}
+	if left := callTemps(e); len(left) > 0 {
+		t.Errorf("private settings copies left behind: %v", left)
+	}
+}
+
+func TestDockerFloorRefusesHost(t *testing.T) {
+	e := newDockerEnv(t, "--isolation", "docker")
+	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply with PONG", "isolation": "host"})
+	wantKind(t, res, sc, "launch_failed")
+	sc2, _ := func() (map[string]any, string) {
+		_, s := e.call("ask_cline", map[string]any{"prompt": "Reply with PONG"})
+		return s, ""
+	}()
+	wantDockerOK(t, sc2)
+}
+
+func TestDockerAskClineCannotWriteCwd(t *testing.T) {
+	e := newDockerEnv(t)
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Change things fake:try_mutate"})
+	wantDockerOK(t, sc)
+	for _, f := range []string{"mutated.txt", "touched.txt"} {
+		if _, err := os.Stat(filepath.Join(e.work, f)); !os.IsNotExist(err) {
+			t.Errorf("an analysis container changed the cwd: %s exists", f)
+		}
+	}
+	sc, _ = dockerCall(e, "ask_cline", map[string]any{"prompt": "Probe fake:probe_write?keep=true"})
+	wantDockerOK(t, sc)
+	var rep map[string]map[string]any
+	if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+		t.Fatalf("probe report %q: %v", sc["text"], err)
+	}
+	for _, k := range []string{"root", "etc", "cwd"} {
+		if rep[k]["result"] == "ok" {
+			t.Errorf("probe wrote to %s (%v) inside the container", k, rep[k]["path"])
+		}
+	}
+	// The parent of cwd exists in the container only as a mount point; under /tmp it lies on
+	// the container's own tmpfs. Whatever the probe could write there must not reach the host.
+	for _, k := range []string{"root", "etc", "parent", "cwd"} {
+		dir, _ := rep[k]["path"].(string)
+		if m, _ := filepath.Glob(filepath.Join(dir, ".fake-cline-probe-*")); len(m) > 0 {
+			t.Errorf("a file written in the container appeared on the host: %v", m)
+		}
+	}
+	for _, k := range []string{"tmp", "home"} {
+		if rep[k]["result"] != "ok" {
+			t.Errorf("the container's %s tmpfs is not writable: %v", k, rep[k])
+		}
+	}
+}
+
+func TestDockerApplyEditsAndOwnership(t *testing.T) {
+	e := newDockerEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "hello\n", "gone.txt": "bye\n", "old.txt": "old\n"})
+	sc, _ := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Edit fake:edit_many?modify=README.md&create=new_file.txt&delete=gone.txt&rename=old.txt:renamed.txt"})
+	wantDockerOK(t, sc)
+	files := changedFiles(sc)
+	for p, st := range map[string]string{"README.md": "M", "new_file.txt": "A", "gone.txt": "D", "renamed.txt": "R"} {
+		if files[p] != st {
+			t.Errorf("changedFiles[%s] = %q, want %q (all %v)", p, files[p], st, files)
+		}
+	}
+	st, err := os.Stat(filepath.Join(e.work, "new_file.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Getuid() {
+		t.Errorf("file created in the container is owned by uid %d, want the caller's %d", uid, os.Getuid())
+	}
+}
+
+func TestDockerApplyCannotCommit(t *testing.T) {
+	e := newDockerEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
+	head := gitOut(t, e.work, "rev-parse", "HEAD")
+	sc, _ := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Sneak fake:sneak_ref"})
+	wantDockerOK(t, sc)
+	if files := changedFiles(sc); files["sneak.txt"] != "A" {
+		t.Errorf("the host did not report the edit: %v", files)
+	}
+	if out := gitOut(t, e.work, "branch", "--list", "cline-sneaky"); out != "" {
+		t.Errorf("the container created a branch through a read-only .git: %q", out)
+	}
+	if gitOut(t, e.work, "rev-parse", "HEAD") != head {
+		t.Errorf("HEAD moved")
+	}
+	// The same scenario on the host does create the branch: the read-only mount is what stopped it.
+	_, hsc := e.call("apply_cline_edits", map[string]any{"prompt": "Sneak fake:sneak_ref?path=sneak2.txt&name=host-sneaky", "cwd": e.work})
+	if hsc["kind"] != "commit_created" {
+		t.Errorf("on the host the scenario should be caught as commit_created, got %v %v", hsc["kind"], hsc["message"])
+	}
+}
+
+func TestDockerWorkspace(t *testing.T) {
+	e := newDockerEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "committed\n"})
+	sc, _ := dockerCall(e, "ask_cline_workspace", map[string]any{"prompt": "Read fake:read?path=README.md"})
+	wantDockerOK(t, sc)
+	wt, _ := sc["worktree"].(map[string]any)
+	if wt["removed"] != true {
+		t.Errorf("worktree not removed: %v", wt)
+	}
+	if wts := worktreeList(t, e.work); len(wts) != 1 {
+		t.Errorf("worktrees left: %v", wts)
+	}
+}
+
+func TestDockerOverrideMergesTokenNotTrackedFields(t *testing.T) {
+	e := newDockerEnv(t)
+	e.writeProviders(twoProviders)
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "go fake:token_refresh?token=tok-docker-1", "provider": "openai-native", "model": "gpt-in-container"})
+	wantDockerOK(t, sc)
+	p := e.readProviders()
+	if p["lastUsedProvider"] != "openai-compatible" || dig(p, "providers", "openai-native", "settings", "model") != "gpt-saved" {
+		t.Errorf("tracked fields leaked from the container's copy: lastUsedProvider=%v model=%v", p["lastUsedProvider"], dig(p, "providers", "openai-native", "settings", "model"))
+	}
+	if got := dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != "tok-docker-1" {
+		t.Errorf("refreshed token not merged back: %v", got)
+	}
+}
+
+func TestDockerOverridesRunConcurrently(t *testing.T) {
+	e := newDockerEnv(t)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			args := map[string]any{"prompt": "go fake:slow?seconds=3&interval_ms=500", "model": fmt.Sprintf("m-%d", i), "isolation": "docker", "cwd": e.work}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if sc := mcpsession.Structured(t, e.sess.Call(ctx, "ask_cline", args)); sc["ok"] != true {
+				t.Errorf("call %d: %v %v", i, sc["kind"], sc["message"])
+			}
+		}(i)
+	}
+	wg.Wait()
+	// Each run takes at least 3 s; serialised they would need at least 6 s.
+	if d := time.Since(start); d >= 6*time.Second {
+		t.Errorf("two Docker override runs took %v; they should overlap (no exclusive lock for the run)", d)
+	}
+}
+
+func TestDockerTimeoutAndCancelLeaveNothing(t *testing.T) {
+	e := newDockerEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
+	sc, _ := dockerCall(e, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "timeoutSeconds": 2})
+	if sc["kind"] != "timeout" {
+		t.Fatalf("got %v %v, want timeout", sc["kind"], sc["message"])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work, "isolation": "docker"}, nil)
+	}()
+	if !eventually(30*time.Second, func() bool { ids, _ := mcpsession.LabelledContainers("cline-mcp.tool=ask_cline"); return len(ids) > 0 }) {
+		t.Fatal("the container never appeared")
+	}
+	cancel()
+	<-done
+	if !eventually(15*time.Second, func() bool { ids, _ := mcpsession.LabelledContainers("cline-mcp.run"); return len(ids) == 0 }) {
+		ids, _ := mcpsession.LabelledContainers("cline-mcp.run")
+		t.Errorf("containers left after cancel: %v", ids)
+	}
+	if !eventually(10*time.Second, func() bool { return len(callTemps(e)) == 0 }) {
+		t.Errorf("settings copies left: %v", callTemps(e))
+	}
+	if wts := worktreeList(t, e.work); len(wts) != 1 {
+		t.Errorf("worktrees left: %v", wts)
+	}
+}
+
+func TestDockerEngineDown(t *testing.T) {
+	if dockerErr != nil {
+		t.Skipf("!!! SKIPPED: no Docker engine: %v", dockerErr)
+	}
+	e := newEnv(t, "--docker-image", mcpsession.FakeImage)
+	// Point this server at a dead engine by restarting it with DOCKER_HOST set.
+	e.sess.Stop()
+	e.startWithEnv([]string{"DOCKER_HOST=unix://" + filepath.Join(t.TempDir(), "dead.sock")}, "--docker-image", mcpsession.FakeImage)
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	if sc["kind"] != "launch_failed" || !strings.Contains(str(sc, "message"), "Docker engine") {
+		t.Errorf("got %v %q, want launch_failed naming the Docker engine", sc["kind"], sc["message"])
+	}
+	if len(e.records()) != 0 {
+		t.Errorf("fell back to the host")
+	}
+	e.sess.Stop()
+	e.start("--docker-image", "cline-mcp/no-such-image:nope")
+	sc, _ = dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	if sc["kind"] != "launch_failed" || !strings.Contains(str(sc, "message"), "make image") {
+		t.Errorf("got %v %q, want launch_failed telling to build the image", sc["kind"], sc["message"])
+	}
+}
+
+func TestDockerEscapeProbes(t *testing.T) {
+	e := newDockerEnv(t, "--docker-pids", "32")
+	probe := func(prompt string) map[string]any {
+		t.Helper()
+		sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": prompt})
+		wantDockerOK(t, sc)
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+			t.Fatalf("probe report %q: %v", sc["text"], err)
+		}
+		return rep
+	}
+	if rep := probe("Probe fake:probe_read?path=" + e.providers); rep["ok"] != false {
+		t.Errorf("the container read the host's real settings file: %v", rep)
+	}
+	caps := probe("Probe fake:probe_caps")
+	chown := "chown_root"
+	if os.Getuid() == 0 {
+		chown = "chown_nobody" // as root, chown to root of a root-owned file is a no-op anyone may do
+	}
+	for _, k := range []string{chown, "mknod_null", "raw_socket"} {
+		if caps[k] == "ok" {
+			t.Errorf("capability probe %s succeeded inside the container", k)
+		}
+	}
+	if st, _ := caps["status"].(map[string]any); st["CapEff"] != "0000000000000000" || st["NoNewPrivs"] != "1" {
+		t.Errorf("container has capabilities or may gain privileges: %v", st)
+	}
+	net := probe("Probe fake:probe_net?addr=1.1.1.1:443")
+	if tcp, _ := net["tcp"].(map[string]any); tcp["result"] == "ok" {
+		t.Errorf("network none: a TCP connect succeeded")
+	}
+	pids := probe("Probe fake:probe_pids?n=100&hold=5")
+	if started, _ := pids["started"].(float64); started >= 100 {
+		t.Errorf("pids limit not enforced: started %v of 100", started)
+	}
+}
