@@ -1,0 +1,55 @@
+//go:build contract
+
+package contract
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+)
+
+// TestCancelKillsRealCLI: notifications/cancelled while the real CLI waits for the model ends the
+// CLI and everything it started (found by the marker in their environment), quickly, and the
+// server keeps serving.
+func TestCancelKillsRealCLI(t *testing.T) {
+	w := newWorld(t, fakeprovider.Script(fakeprovider.Hang()))
+	server := w.sess.Cmd.Process.Pid
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "Reply with the word PONG", "cwd": w.work}, "tok-cancel")
+		done <- err
+	}()
+	select {
+	case <-w.prov.Arrived(1):
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the CLI never called the provider")
+	}
+	running := tagged(w.tag, server)
+	if len(running) == 0 {
+		t.Fatal("no process carries the run tag while the CLI waits for the model: the marker did not reach the CLI")
+	}
+	t.Logf("processes of the run before cancel: %v", describe(running))
+	start := time.Now()
+	cancel()
+	<-done
+	if left := eventuallyNone(10*time.Second, func() []int { return tagged(w.tag, server) }); len(left) > 0 {
+		t.Fatalf("%v after cancel these processes of the run are alive: %v", time.Since(start), describe(left))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the CLI and its children took %v to disappear after the cancel, want ~the 500 ms stop grace", d)
+	}
+	all, _ := w.sess.Lines()
+	if !strings.Contains(strings.Join(all, ""), "cancelled") {
+		t.Errorf("no cancelled result on the wire")
+	}
+
+	// The server is still serving.
+	w.prov.SetResponder(fakeprovider.Script(fakeprovider.Text("PONG")))
+	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
+	wantOK(t, res, sc)
+}

@@ -1,0 +1,294 @@
+//go:build contract
+
+package contract
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+// world is one test's private setup: a fake provider, a HOME whose providers.json points at it
+// (what `cline auth --provider openai-compatible ... --baseurl` leaves behind), a git work tree,
+// and a cline-mcp server running the real CLI. Every process the server starts carries
+// CONTRACT_RUN_TAG=<tag> in its environment, so leftovers can be found in /proc.
+type world struct {
+	t         *testing.T
+	root      string
+	home      string
+	work      string
+	providers string
+	tag       string
+	prov      *fakeprovider.Provider
+	sess      *mcpsession.Session
+}
+
+// providersJSON is a_text_pong/providers.before.json with the provider's address filled in.
+func providersJSON(baseURL string) map[string]any {
+	return map[string]any{
+		"version":          1,
+		"lastUsedProvider": "openai-compatible",
+		"modes":            map[string]any{},
+		"providers": map[string]any{
+			"openai-compatible": map[string]any{
+				"settings": map[string]any{
+					"apiKey":   "sk-test-123",
+					"model":    "fake-model",
+					"baseUrl":  baseURL,
+					"provider": "openai-compatible",
+				},
+				"updatedAt":   "2026-01-01T00:00:00.000Z",
+				"tokenSource": "manual",
+			},
+		},
+	}
+}
+
+type worldOpt func(*worldCfg)
+
+type worldCfg struct {
+	args      []string
+	providers func(baseURL string) map[string]any
+}
+
+func serverArgs(a ...string) worldOpt { return func(c *worldCfg) { c.args = append(c.args, a...) } }
+
+func withProviders(f func(baseURL string) map[string]any) worldOpt {
+	return func(c *worldCfg) { c.providers = f }
+}
+
+// newWorld starts everything for one test, which runs in parallel with the others.
+func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *world {
+	t.Helper()
+	needSuite(t)
+	t.Parallel()
+	cfg := worldCfg{providers: providersJSON}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	root := t.TempDir()
+	w := &world{t: t, root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), tag: randomTag(t)}
+	w.providers = filepath.Join(w.home, ".cline", "data", "settings", "providers.json")
+	for _, d := range []string{w.work, filepath.Dir(w.providers), filepath.Join(root, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prov, err := fakeprovider.Start(respond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.prov = prov
+	t.Cleanup(func() { _ = prov.Close() })
+	w.writeJSON(w.providers, cfg.providers(prov.BaseURL()))
+	gitInit(t, w.work, map[string]string{"README.md": "hello\n"})
+
+	// Registered before the session so it runs after the session's own cleanup (Stop).
+	t.Cleanup(func() {
+		if left := eventuallyNone(10*time.Second, func() []int { return tagged(w.tag, -1) }); len(left) > 0 {
+			t.Errorf("processes of this test outlived the server: %v", describe(left))
+		}
+	})
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + w.home,
+		"TMPDIR=" + filepath.Join(root, "tmp"),
+		"CONTRACT_RUN_TAG=" + w.tag,
+	}
+	args := append([]string{"--cline", suite.cli, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}, cfg.args...)
+	w.sess = mcpsession.Start(t, suite.bins.ClineMCP, mcpsession.Options{Args: args, Env: env, Dir: w.work})
+	t.Cleanup(func() {
+		if _, bad := w.sess.Lines(); len(bad) > 0 {
+			t.Errorf("server wrote %d non-JSON-RPC line(s) to stdout, first: %q", len(bad), bad[0])
+		}
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", tail(w.sess.Stderr(), 20000))
+			for _, r := range prov.Requests() {
+				t.Logf("provider saw %s %s (chat #%d) %d bytes", r.Method, r.Path, r.Index, len(r.Raw))
+			}
+		}
+	})
+	return w
+}
+
+// call invokes a tool (cwd defaults to the work tree) and returns the result and its
+// structuredContent.
+func (w *world) call(tool string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, ok := args["cwd"]; !ok {
+		args["cwd"] = w.work
+	}
+	res := w.sess.Call(ctx, tool, args)
+	return res, mcpsession.Structured(w.t, res)
+}
+
+func (w *world) writeJSON(path string, v any) {
+	w.t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) readJSON(path string) map[string]any {
+	w.t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		w.t.Fatalf("%s: %v\n%s", path, err, b)
+	}
+	return m
+}
+
+// chats returns the provider's chat requests, failing the test when there are not want (want < 0: any).
+func (w *world) chats(want int) []fakeprovider.Request {
+	w.t.Helper()
+	c := w.prov.Chats()
+	if want >= 0 && len(c) != want {
+		w.t.Fatalf("the provider got %d chat request(s), want %d", len(c), want)
+	}
+	return c
+}
+
+func randomTag(t *testing.T) string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// tagged lists the pids (other than except) whose environment carries CONTRACT_RUN_TAG=tag.
+func tagged(tag string, except int) []int {
+	marker := []byte("CONTRACT_RUN_TAG=" + tag + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == except {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue // gone, or a zombie
+		}
+		if bytes.Contains(b, marker) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func describe(pids []int) []string {
+	var out []string
+	for _, p := range pids {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+		out = append(out, strconv.Itoa(p)+": "+strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
+	}
+	return out
+}
+
+// eventuallyNone polls list until it is empty or d passed, and returns the last list.
+func eventuallyNone(d time.Duration, list func() []int) []int {
+	deadline := time.Now().Add(d)
+	for {
+		l := list()
+		if len(l) == 0 || time.Now().After(deadline) {
+			return l
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func gitInit(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	git(t, dir, "init", "-q", "-b", "main")
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "init")
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return string(b)
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func num(m map[string]any, k string) float64 {
+	f, _ := m[k].(float64)
+	return f
+}
+
+func wantOK(t *testing.T, res *mcp.CallToolResult, sc map[string]any) {
+	t.Helper()
+	if res.IsError || sc["ok"] != true {
+		t.Fatalf("got failure %s: %s\nstderrTail: %s", str(sc, "kind"), str(sc, "message"), str(sc, "stderrTail"))
+	}
+}
+
+func wantKind(t *testing.T, res *mcp.CallToolResult, sc map[string]any, kind string) {
+	t.Helper()
+	if !res.IsError || sc["ok"] != false {
+		t.Fatalf("got ok result %v, want kind %s", sc, kind)
+	}
+	if got := str(sc, "kind"); got != kind {
+		t.Fatalf("got kind %q (message %q), want %q", got, str(sc, "message"), kind)
+	}
+}
+
+func wantAttempts(t *testing.T, sc map[string]any, n int) {
+	t.Helper()
+	if got := int(num(sc, "attempts")); got != n {
+		t.Errorf("got attempts %d, want %d", got, n)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
