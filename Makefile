@@ -6,6 +6,8 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE      ?= cline-mcp/cline:latest
 FAKE_IMAGE ?= cline-mcp/fake-cline:latest
 CLINE_VERSION ?= 3.0.65
+# packages whose code and tests must compile on every platform (vetted for windows and darwin)
+PORTABLE := ./sandbox/ ./sandbox/host/ ./sandbox/worktree/ ./bridge/settings/ ./bridge/cline/ ./bridge/redact/ ./bridge/run/
 
 .PHONY: all build run test test-short lint bench e2e contract cross image image-fake clean
 
@@ -54,7 +56,8 @@ cross:
 	GOOS=windows GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cline-mcp
 	GOOS=darwin  GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cline-mcp
 	GOOS=darwin  GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/cline-mcp
-	GOOS=windows GOARCH=amd64 $(GO) vet ./sandbox/... ./bridge/...
+	GOOS=windows GOARCH=amd64 $(GO) vet $(PORTABLE)
+	GOOS=darwin  GOARCH=arm64 $(GO) vet $(PORTABLE)
 
 ## image-fake: FROM scratch + the static fake CLI (no registry needed)
 image-fake:
