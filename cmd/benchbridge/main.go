@@ -28,8 +28,18 @@ func main() {
 	fake := flag.String("fake", "bin/fake-cline", "built fake CLI")
 	n := flag.Int("n", 40, "calls per latency sample")
 	huge := flag.Int64("huge", 1<<30, "bytes of CLI output for the large RSS sample")
+	wsFiles := flag.Int("workspace-files", 10000, "files in the generated repo of the workspace benchmark (0 skips it)")
+	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
 	flag.Parse()
 	if err := run(*server, *fake, *n, *huge); err != nil {
+		fmt.Fprintln(os.Stderr, "benchbridge:", err)
+		os.Exit(1)
+	}
+	if err := benchWorkspace(*server, *fake, *wsFiles, 10); err != nil {
+		fmt.Fprintln(os.Stderr, "benchbridge:", err)
+		os.Exit(1)
+	}
+	if err := benchDocker(*server, *fake, *image, 15); err != nil {
 		fmt.Fprintln(os.Stderr, "benchbridge:", err)
 		os.Exit(1)
 	}
@@ -113,8 +123,8 @@ type session struct {
 	work  string
 }
 
-func startServer(server, fake string, env []string, work string) (*session, error) {
-	cmd := exec.Command(server, "--cline", fake, "--log-level", "error")
+func startServer(server, fake string, env []string, work string, extra ...string) (*session, error) {
+	cmd := exec.Command(server, append([]string{"--cline", fake, "--log-level", "error"}, extra...)...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -144,11 +154,15 @@ func startServer(server, fake string, env []string, work string) (*session, erro
 }
 
 func (s *session) call(prompt string) error {
+	return s.callTool("ask_cline", map[string]any{"prompt": prompt, "cwd": s.work})
+}
+
+func (s *session) callTool(tool string, args map[string]any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	req := mcp.CallToolRequest{}
-	req.Params.Name = "ask_cline"
-	req.Params.Arguments = map[string]any{"prompt": prompt, "cwd": s.work}
+	req.Params.Name = tool
+	req.Params.Arguments = args
 	res, err := s.c.CallTool(ctx, req)
 	if err != nil {
 		return err

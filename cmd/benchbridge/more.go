@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// benchWorkspace compares an ask_cline_workspace call (worktree add, fake run, touched-files
+// report, worktree remove) with raw `git worktree add --detach` + `git worktree remove --force`
+// on a generated repository.
+func benchWorkspace(server, fake string, files, n int) error {
+	if files <= 0 {
+		return nil
+	}
+	root, err := os.MkdirTemp("", "benchbridge-ws-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	repo := filepath.Join(root, "repo")
+	for i := 0; i < files; i++ {
+		p := filepath.Join(repo, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte("line "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	git := func(dir string, args ...string) error {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
+		cmd.Stdout = io.Discard
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "gen"}} {
+		if err := git(repo, a...); err != nil {
+			return err
+		}
+	}
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".cline", "data", "settings"), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(home, ".cline", "data", "settings", "providers.json"), []byte(providers), 0o600); err != nil {
+		return err
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir()}
+	s, err := startServer(server, fake, env, repo)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var raw, tool []time.Duration
+	for i := 0; i < n; i++ {
+		// Alternate so both see the same machine noise.
+		wt := filepath.Join(root, "raw-"+strconv.Itoa(i))
+		start := time.Now()
+		if err := git(repo, "worktree", "add", "-q", "--detach", wt, "HEAD"); err != nil {
+			return err
+		}
+		if err := git(repo, "worktree", "remove", "--force", wt); err != nil {
+			return err
+		}
+		raw = append(raw, time.Since(start))
+		start = time.Now()
+		if err := s.callTool("ask_cline_workspace", map[string]any{"prompt": "Reply with PONG", "cwd": repo}); err != nil {
+			return err
+		}
+		tool = append(tool, time.Since(start))
+	}
+	fmt.Printf("workspace (%d files, n=%d): raw worktree add+remove p50 %.0f ms, ask_cline_workspace call p50 %.0f ms (ratio %.2fx)\n",
+		files, n, ms(median(raw)), ms(median(tool)), float64(median(tool))/float64(median(raw)))
+	return nil
+}
+
+// benchDocker compares a Docker-isolated ask_cline call through the server with `docker run
+// --rm` of the same image and argv.
+func benchDocker(server, fake, image string, n int) error {
+	if image == "" {
+		return nil
+	}
+	root, err := os.MkdirTemp("", "benchbridge-docker-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
+	if err := os.MkdirAll(filepath.Join(home, ".cline", "data", "settings"), 0o700); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(home, ".cline", "data", "settings", "providers.json"), []byte(providers), 0o600); err != nil {
+		return err
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir()}
+	s, err := startServer(server, fake, env, work, "--isolation", "docker", "--docker-image", image, "--docker-network", "none")
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var cli, call []time.Duration
+	for i := 0; i < n+2; i++ {
+		cmd := exec.Command("docker", "run", "--rm", "--network", "none", "--read-only", "--cap-drop", "ALL",
+			"--tmpfs", "/tmp", "--tmpfs", "/home/cline", "-v", work+":"+work+":ro", "-w", work, image,
+			"--json", "--auto-approve", "true", "--thinking", "none", "-c", work, "Reply with PONG")
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("docker run: %w", err)
+		}
+		d1 := time.Since(start)
+		start = time.Now()
+		if err := s.call("Reply with PONG"); err != nil {
+			return err
+		}
+		d2 := time.Since(start)
+		if i >= 2 {
+			cli, call = append(cli, d1), append(call, d2)
+		}
+	}
+	fmt.Printf("docker (n=%d): `docker run --rm` p50 %.0f ms, Docker-isolated ask_cline call p50 %.0f ms (docker run / call = %.2fx)\n",
+		n, ms(median(cli)), ms(median(call)), float64(median(cli))/float64(median(call)))
+	return nil
+}
