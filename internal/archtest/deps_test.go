@@ -1,0 +1,71 @@
+// Package archtest keeps the import arrows of DESIGN.md true: cmd → bridge/* → sandbox/*,
+// bridge/cline and bridge/redact import nothing of ours, sandbox imports only the standard
+// library, each external system has one adapter package, and nothing imports cmd.
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/cline-mcp/cline-mcp/"
+
+func TestImportArrows(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		imports[strings.TrimPrefix(f[0], mod)] = f[1:]
+	}
+	if len(imports) < 10 {
+		t.Fatalf("go list found only %d packages; the test would prove nothing", len(imports))
+	}
+	ours := func(imp string) (string, bool) { return strings.TrimPrefix(imp, mod), strings.HasPrefix(imp, mod) }
+	stdlib := func(imp string) bool { return !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") }
+	for pkg, imps := range imports {
+		for _, imp := range imps {
+			o, isOurs := ours(imp)
+			switch {
+			case isOurs && strings.HasPrefix(o, "cmd/"):
+				t.Errorf("%s imports %s: nothing may import cmd", pkg, o)
+			case pkg == "sandbox" && !stdlib(imp):
+				t.Errorf("sandbox imports %s: it may use only the standard library", imp)
+			case strings.HasPrefix(pkg, "sandbox/") && isOurs && o != "sandbox":
+				t.Errorf("%s imports %s: sandbox/* may import only sandbox of ours", pkg, o)
+			case (pkg == "bridge/cline" || pkg == "bridge/redact" || pkg == "bridge/settings") && isOurs:
+				t.Errorf("%s imports %s: it must import nothing of ours", pkg, o)
+			case pkg == "bridge/run" && isOurs && (o == "bridge/mcpserver" || strings.HasPrefix(o, "internal/")):
+				t.Errorf("bridge/run imports %s: arrows point from mcpserver to run", o)
+			case strings.HasPrefix(imp, "github.com/moby/") && pkg != "sandbox/docker":
+				t.Errorf("%s imports %s: Docker is used only in sandbox/docker", pkg, imp)
+			case imp == "github.com/mark3labs/mcp-go/server" && pkg != "bridge/mcpserver":
+				t.Errorf("%s imports mcp-go's server: only bridge/mcpserver may", pkg)
+			case strings.HasPrefix(pkg, "bridge/") && isOurs && strings.HasPrefix(o, "internal/"):
+				t.Errorf("%s imports %s: test helpers are not for library code", pkg, o)
+			}
+		}
+	}
+}
+
+// TestOneExecOfCline: only sandbox/host starts Cline on the host; git runs only in
+// sandbox/worktree. Other packages may not import os/exec (cmd and test helpers aside).
+func TestOsExecOnlyInAdapters(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"bridge/...", mod+"sandbox/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := map[string]bool{"sandbox/host": true, "sandbox/worktree": true, "sandbox/docker": true, "bridge/run": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], mod)
+		for _, imp := range f[1:] {
+			if imp == "os/exec" && !allowed[pkg] {
+				t.Errorf("%s imports os/exec; processes are started only by the sandbox adapters", pkg)
+			}
+		}
+	}
+}
