@@ -242,10 +242,12 @@ func TestSettleCutsStreamsHeldByGrandchild(t *testing.T) {
 	if !x.StreamsCut || x.Stopped || x.Code != 0 {
 		t.Errorf("exit: got %+v, want StreamsCut, not Stopped, code 0", x)
 	}
-	// The child printed "bye" just before exiting; the grace counts from its exit.
+	// The child printed "bye" just before exiting; the grace counts from its exit. The pump may
+	// deliver "bye" a little after the exit on a loaded machine, so the lower bound is loose: it
+	// only proves Run waited for the grace instead of returning at the exit.
 	since := returned.Sub(stdout.HitAt())
-	if since < sandbox.DefaultSettleGrace || since > 3*time.Second {
-		t.Errorf("Run returned %v after the child's last line, want between %v and 3s", since, sandbox.DefaultSettleGrace)
+	if since < sandbox.DefaultSettleGrace/2 || since > 3*time.Second {
+		t.Errorf("Run returned %v after the child's last line, want between %v and 3s", since, sandbox.DefaultSettleGrace/2)
 	}
 	assertGone(t, gc, "grandchild holding stdout")
 }
