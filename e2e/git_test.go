@@ -1,0 +1,258 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// launchMissing: the host CLI or the Docker image/engine is missing → launch_failed with the
+// fix, and Docker never falls back to the host.
+func launchMissing(t *testing.T, w *world) {
+	if w.iso == host {
+		w2 := newWorld(t, host, worldOpts{args: []string{"--cline", filepath.Join(w.root, "no-such-cline")}})
+		res, sc := w2.call("ask_cline", map[string]any{"prompt": "hello there"})
+		wantResult(t, res, sc, "launch_failed", 1)
+		if !strings.Contains(str(sc, "message"), "npm install -g cline") {
+			t.Errorf("got message %q, want the fix (npm install -g cline)", str(sc, "message"))
+		}
+		return
+	}
+	w2 := newWorld(t, docker, worldOpts{args: []string{"--docker-image", "cline-mcp/no-such-image:nope"}})
+	res, sc := w2.call("ask_cline", map[string]any{"prompt": "hello there"})
+	wantResult(t, res, sc, "launch_failed", 0)
+	if !strings.Contains(str(sc, "message"), "make image") {
+		t.Errorf("got message %q, want the fix (make image)", str(sc, "message"))
+	}
+	w3 := newWorld(t, docker, worldOpts{env: []string{"DOCKER_HOST=unix://" + filepath.Join(w.root, "dead.sock")}})
+	res, sc = w3.call("ask_cline", map[string]any{"prompt": "hello there"})
+	wantResult(t, res, sc, "launch_failed", 0)
+	if !strings.Contains(str(sc, "message"), "Docker engine") {
+		t.Errorf("got message %q, want it to name the Docker engine", str(sc, "message"))
+	}
+	if n := len(w2.records()) + len(w3.records()); n != 0 {
+		t.Errorf("the CLI ran on the host %d time(s): Docker must never fall back silently", n)
+	}
+}
+
+// commitGuard: on the host a commit is reported with the evidence and the undo; in a container
+// the read-only .git makes the commit impossible and only the edit comes back.
+func commitGuard(t *testing.T, w *world, sc map[string]any) {
+	g, _ := sc["git"].(map[string]any)
+	if w.iso == host {
+		if str(g, "headBefore") == "" || str(g, "headAfter") == str(g, "headBefore") {
+			t.Errorf("git evidence does not show HEAD moving: %v", g)
+		}
+		if !json.Valid([]byte(strings.TrimSpace(w.lastText))) {
+			t.Errorf("apply's error text is not the JSON object")
+		}
+		return
+	}
+	if str(sc, "headBefore") == "" || str(sc, "headBefore") != str(sc, "headAfter") {
+		t.Errorf("HEAD moved in a container with a read-only .git: %v → %v", sc["headBefore"], sc["headAfter"])
+	}
+	if files := changedFiles(sc); files["c.txt"] != "A" {
+		t.Errorf("the container's edit was not reported: %v", files)
+	}
+}
+
+func changedFiles(sc map[string]any) map[string]string {
+	out := map[string]string{}
+	list, _ := sc["changedFiles"].([]any)
+	for _, f := range list {
+		m, _ := f.(map[string]any)
+		out[str(m, "path")] = str(m, "status")
+	}
+	return out
+}
+
+// applyDiff: the diff is exactly the run's changes; the user's own work is kept and not
+// reported; files made in a container belong to the caller.
+func applyDiff(t *testing.T, w *world) {
+	repo := w.repo("r", map[string]string{"README.md": "hello\n", "old.txt": "old\n", "gone.txt": "bye\n", "user.txt": "mine\n"})
+	if err := os.WriteFile(filepath.Join(repo, "user.txt"), []byte("mine, edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("untracked notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, sc := w.call("apply_cline_edits", map[string]any{"cwd": repo,
+		"prompt": "Edit fake:edit_many?modify=README.md&create=new_file.txt&delete=gone.txt&rename=old.txt:renamed.txt"})
+	wantResult(t, res, sc, "", 1)
+	files := changedFiles(sc)
+	for p, st := range map[string]string{"README.md": "M", "new_file.txt": "A", "gone.txt": "D", "renamed.txt": "R"} {
+		if files[p] != st {
+			t.Errorf("changedFiles[%s] = %q, want %q (all %v)", p, files[p], st, files)
+		}
+	}
+	if _, ok := files["user.txt"]; ok {
+		t.Errorf("the user's own change was reported as Cline's: %v", files)
+	}
+	if _, ok := files["notes.txt"]; ok {
+		t.Errorf("the user's untracked file was reported as Cline's: %v", files)
+	}
+	if d := str(sc, "diff"); !strings.Contains(d, "new_file.txt") || strings.Contains(d, "user.txt") {
+		t.Errorf("diff is not exactly the run's changes:\n%s", d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "user.txt")); string(b) != "mine, edited\n" {
+		t.Errorf("the user's uncommitted change was lost: %q", b)
+	}
+	st, err := os.Stat(filepath.Join(repo, "new_file.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := fileUID(st); uid != os.Getuid() {
+		t.Errorf("new_file.txt is owned by uid %d, want the caller's %d", uid, os.Getuid())
+	}
+}
+
+// workspaceCleanup: the disposable worktree is removed after success and after a timeout.
+func workspaceCleanup(t *testing.T, w *world) {
+	repo := committedRepo(w)
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("uncommitted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := gitRun(t, repo, "rev-parse", "HEAD")
+	res, sc := w.call("ask_cline_workspace", map[string]any{"cwd": repo, "prompt": "Read fake:read?path=README.md"})
+	wantResult(t, res, sc, "", 1)
+	wt, _ := sc["worktree"].(map[string]any)
+	if str(wt, "commit") != head || wt["removed"] != true {
+		t.Errorf("got worktree %v, want commit %s removed", wt, head)
+	}
+	res, sc = w.call("ask_cline_workspace", map[string]any{"cwd": repo, "prompt": "go fake:hang", "timeoutSeconds": 1})
+	wantResult(t, res, sc, "timeout", 2)
+	if wts, _ := worktrees(repo); len(wts) != 1 {
+		t.Errorf("worktrees left after a timeout: %v", wts)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "README.md")); string(b) != "uncommitted\n" {
+		t.Errorf("the user's uncommitted change was touched: %q", b)
+	}
+}
+
+// cleanupFailed makes a file in the worktree immutable (chattr +i: even root cannot delete it)
+// while Cline runs, so the removal fails: workspace_cleanup_failed with the answer and the
+// leftover path. The test then undoes it and removes the worktree itself.
+func cleanupFailed(t *testing.T, w *world) {
+	if _, err := exec.LookPath("chattr"); err != nil {
+		t.Skip("chattr not installed")
+	}
+	repo := committedRepo(w)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	var sc map[string]any
+	var isErr bool
+	go func() {
+		defer close(done)
+		res, err := w.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"cwd": repo, "prompt": "go fake:slow?seconds=4&interval_ms=500"}, nil)
+		if err == nil {
+			isErr = res.IsError
+			b, _ := json.Marshal(res.StructuredContent)
+			_ = json.Unmarshal(b, &sc)
+		}
+	}()
+	var wt string
+	if !eventually(30*time.Second, func() bool {
+		wts, _ := worktrees(repo)
+		if len(wts) == 2 {
+			wt = wts[1]
+		}
+		return wt != ""
+	}) {
+		t.Fatal("the worktree never appeared")
+	}
+	stuck := filepath.Join(wt, "stuck.txt")
+	if err := os.WriteFile(stuck, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chattr", "+i", stuck).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i not supported here: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command("chattr", "-i", stuck).Run()
+		_, _ = gitCmd(repo, "worktree", "remove", "--force", wt)
+		_, _ = gitCmd(repo, "worktree", "prune")
+		entries, _ := filepath.Glob(filepath.Join(w.tmp, "cline-mcp-worktrees", "*"))
+		for _, e := range entries {
+			_ = os.RemoveAll(e)
+		}
+	})
+	<-done
+	if sc == nil {
+		t.Fatal("no result")
+	}
+	if !isErr || str(sc, "kind") != "workspace_cleanup_failed" {
+		t.Fatalf("got %v %v, want workspace_cleanup_failed", sc["kind"], sc["message"])
+	}
+	if msg := str(sc, "message"); !strings.Contains(msg, wt) || !strings.Contains(msg, "tick") {
+		t.Errorf("message %q should name the leftover %s and carry Cline's answer", msg, wt)
+	}
+	if rep, _ := sc["worktree"].(map[string]any); rep["removed"] != false {
+		t.Errorf("worktree report %v, want removed false", rep)
+	}
+}
+
+// inspectionFailed: the bridge cannot inspect the checkout. On the host Cline itself corrupts
+// .git/index during the run (after evidence fails: the answer is kept in the message); in a
+// container .git is read-only, so the index is corrupted before the call (Cline is not started).
+func inspectionFailed(t *testing.T, w *world) {
+	repo := committedRepo(w)
+	index := filepath.Join(repo, ".git", "index")
+	if w.iso == host {
+		res, sc := w.call("apply_cline_edits", map[string]any{"cwd": repo, "prompt": "Break fake:edit?path=.git/index&content=garbage"})
+		wantResult(t, res, sc, "edits_inspection_failed", 1)
+		if !strings.Contains(str(sc, "message"), "Cline finished") {
+			t.Errorf("got message %q, want the after-run inspection failure", str(sc, "message"))
+		}
+		return
+	}
+	if err := os.WriteFile(index, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, sc := w.call("apply_cline_edits", map[string]any{"cwd": repo, "prompt": "Edit fake:edit?path=x.txt"})
+	wantResult(t, res, sc, "edits_inspection_failed", 0)
+	if !strings.Contains(str(sc, "message"), "Cline was not started") {
+		t.Errorf("got message %q, want the before-run inspection failure", str(sc, "message"))
+	}
+	if _, err := os.Stat(filepath.Join(repo, "x.txt")); err == nil {
+		t.Errorf("Cline ran although the checkout could not be inspected")
+	}
+}
+
+// overrideRestore: provider/model overrides are put back, the token the run refreshed is kept,
+// the file stays 0600 (the Docker run merges the token back from its private copy).
+func overrideRestore(t *testing.T, w *world) {
+	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply fake:token_refresh?token=tok-" + w.iso,
+		"provider": "openai-native", "model": "gpt-override"})
+	wantResult(t, res, sc, "", 1)
+	p := w.readProviders()
+	for path, want := range map[string]any{
+		"lastUsedProvider":                                  "openai-compatible",
+		"providers/openai-native/settings/model":            "gpt-saved",
+		"providers/openai-native/settings/reasoning/effort": "low",
+		"providers/openai-native/settings/auth/accessToken": "tok-" + w.iso,
+		"providers/openai-compatible/settings/apiKey":       "sk-test-123",
+	} {
+		if got := dig(p, strings.Split(path, "/")...); got != want {
+			t.Errorf("%s: got %v, want %v", path, got, want)
+		}
+	}
+	if st, err := os.Stat(w.providers); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("providers.json mode: %v %v, want 0600", st.Mode().Perm(), err)
+	}
+}
+
+func fileUID(st os.FileInfo) int {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid)
+	}
+	return -1
+}

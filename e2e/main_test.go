@@ -1,0 +1,193 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"testing"
+
+	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+// fakeImage is the fake CLI image this suite builds with testcontainers-go. Its own tag keeps
+// its containers apart from those of other packages' tests running at the same time.
+const (
+	fakeRepo  = "cline-mcp/fake-cline"
+	fakeTag   = "e2e"
+	fakeImage = fakeRepo + ":" + fakeTag
+)
+
+var (
+	bins      mcpsession.Binaries
+	dockerErr error  // why the Docker column cannot run here (never set under CI=true)
+	suiteRoot string // parent of every world; checked for leftovers at the end
+	suiteTag  string // E2E_SUITE=<suiteTag> is in every server's environment
+	suiteT0   time.Time
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	suiteT0 = time.Now()
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\n!!! e2e suite FAILED: %v\n\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	fmt.Fprintf(os.Stderr, "e2e suite took %v\n", time.Since(suiteT0).Round(100*time.Millisecond))
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	dir, err := os.MkdirTemp("", "cline-mcp-e2e-bins-")
+	if err != nil {
+		return 1, err
+	}
+	defer os.RemoveAll(dir)
+	if bins, err = mcpsession.Build(dir); err != nil {
+		return 1, err
+	}
+	suiteRoot, err = os.MkdirTemp("", "cline-mcp-e2e-")
+	if err != nil {
+		return 1, err
+	}
+	suiteTag = randHex(8)
+	if err := setupDocker(); err != nil {
+		return 1, err
+	}
+	code := m.Run()
+	if err := suiteLeaks(); err != nil {
+		return 1, err
+	}
+	if code == 0 {
+		_ = os.RemoveAll(suiteRoot)
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: worlds kept for inspection in %s\n", suiteRoot)
+	}
+	return code, nil
+}
+
+// setupDocker builds the fake image with testcontainers-go, or records why Docker is missing.
+// Under CI=true a missing engine is an error: the Docker column must not pass by skipping.
+func setupDocker() error {
+	if err := mcpsession.DockerAvailable(); err != nil {
+		if os.Getenv("CI") == "true" {
+			return fmt.Errorf("CI=true but no Docker engine answers (the Docker half of the e2e matrix cannot run): %w", err)
+		}
+		dockerErr = err
+		fmt.Fprintf(os.Stderr, "\n!!! e2e: the Docker column will be SKIPPED: no Docker engine: %v\n\n", err)
+		return nil
+	}
+	if err := buildFakeImage(); err != nil {
+		return fmt.Errorf("build %s with testcontainers-go: %w", fakeImage, err)
+	}
+	return nil
+}
+
+// buildFakeImage builds images/fake-cline/Dockerfile plus the static fake into fakeImage through
+// testcontainers-go's FromDockerfile (the classic builder; no registry is contacted: FROM scratch).
+func buildFakeImage() error {
+	// The reaper (ryuk) image cannot be pulled here; the suite removes what it creates itself.
+	os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	ctxDir, err := os.MkdirTemp("", "cline-mcp-e2e-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ctxDir)
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	if err := copyFile(filepath.Join(root, "images", "fake-cline", "Dockerfile"), filepath.Join(ctxDir, "Dockerfile"), 0o644); err != nil {
+		return err
+	}
+	if err := copyFile(bins.FakeCline, filepath.Join(ctxDir, "fake-cline"), 0o755); err != nil {
+		return err
+	}
+	provider, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return err
+	}
+	defer provider.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var log strings.Builder
+	tag, err := provider.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
+		Context:        ctxDir,
+		Repo:           fakeRepo,
+		Tag:            fakeTag,
+		KeepImage:      true,
+		BuildLogWriter: &log,
+	}})
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, log.String())
+	}
+	if tag != fakeImage {
+		return fmt.Errorf("built %s, want %s", tag, fakeImage)
+	}
+	return nil
+}
+
+// suiteLeaks is the end-of-suite sweep: whatever a test forgot, across all worlds.
+func suiteLeaks() error {
+	var errs []error
+	if pids := mcpsession.ProcsWithEnv("E2E_SUITE=" + suiteTag); len(pids) > 0 {
+		errs = append(errs, fmt.Errorf("leak: %d process(es) started by the suite's servers still run: %v", len(pids), pids))
+	}
+	if dockerErr == nil {
+		ids, err := mcpsession.Containers("label=cline-mcp.run", "ancestor="+fakeImage)
+		if err != nil {
+			errs = append(errs, err)
+		} else if len(ids) > 0 {
+			errs = append(errs, fmt.Errorf("leak: %d container(s) labelled cline-mcp.run from %s left: %v", len(ids), fakeImage, ids))
+		}
+	}
+	for _, pat := range []string{"*/tmp/cline-mcp-call-*", "*/tmp/cline-mcp-worktrees/*"} {
+		if m, _ := filepath.Glob(filepath.Join(suiteRoot, pat)); len(m) > 0 {
+			errs = append(errs, fmt.Errorf("leak: %v left in the servers' TMPDIRs", m))
+		}
+	}
+	for _, repo := range allRepos() {
+		if wts, err := worktrees(repo); err == nil && len(wts) > 1 {
+			errs = append(errs, fmt.Errorf("leak: worktrees left in %s: %v", repo, wts[1:]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
