@@ -36,12 +36,12 @@ func init() {
 		if dockerErr != nil {
 			return nil
 		}
-		ids, err := mcpsession.LabelledContainers("cline-mcp.run")
+		ids, err := mcpsession.ServerContainers()
 		if err != nil {
 			return err
 		}
 		if len(ids) > 0 {
-			return fmt.Errorf("leak: %d container(s) labelled cline-mcp.run left behind: %v", len(ids), ids)
+			return fmt.Errorf("leak: %d container(s) of this suite's servers left behind: %v", len(ids), ids)
 		}
 		return nil
 	})
@@ -242,13 +242,13 @@ func TestDockerTimeoutAndCancelLeaveNothing(t *testing.T) {
 		defer close(done)
 		_, _ = e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work, "isolation": "docker"}, nil)
 	}()
-	if !eventually(30*time.Second, func() bool { ids, _ := mcpsession.LabelledContainers("cline-mcp.tool=ask_cline"); return len(ids) > 0 }) {
+	if !eventually(30*time.Second, func() bool { ids, _ := mcpsession.ServerContainers(); return len(ids) > 0 }) {
 		t.Fatal("the container never appeared")
 	}
 	cancel()
 	<-done
-	if !eventually(15*time.Second, func() bool { ids, _ := mcpsession.LabelledContainers("cline-mcp.run"); return len(ids) == 0 }) {
-		ids, _ := mcpsession.LabelledContainers("cline-mcp.run")
+	if !eventually(15*time.Second, func() bool { ids, _ := mcpsession.ServerContainers(); return len(ids) == 0 }) {
+		ids, _ := mcpsession.ServerContainers()
 		t.Errorf("containers left after cancel: %v", ids)
 	}
 	if !eventually(10*time.Second, func() bool { return len(callTemps(e)) == 0 }) {

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -66,4 +68,44 @@ func LabelledContainers(label string) ([]string, error) {
 		return nil, err
 	}
 	return strings.Fields(string(out)), nil
+}
+
+var (
+	serverPIDsMu sync.Mutex
+	serverPIDs   []int
+)
+
+func rememberServer(pid int) {
+	serverPIDsMu.Lock()
+	serverPIDs = append(serverPIDs, pid)
+	serverPIDsMu.Unlock()
+}
+
+// ServerContainers lists containers (running or not) started by any server this test process
+// launched, recognised by the pid inside their cline-mcp.instance label. Other test packages'
+// containers, which run at the same time, are not counted.
+func ServerContainers() ([]string, error) {
+	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=cline-mcp.instance",
+		"--format", `{{.ID}} {{.Label "cline-mcp.instance"}}`).Output()
+	if err != nil {
+		return nil, err
+	}
+	serverPIDsMu.Lock()
+	pids := map[string]bool{}
+	for _, p := range serverPIDs {
+		pids[strconv.Itoa(p)] = true
+	}
+	serverPIDsMu.Unlock()
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		parts := strings.Split(f[1], "-") // <hostname>-<pid>-<start ticks>
+		if len(parts) >= 3 && pids[parts[len(parts)-2]] {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids, nil
 }

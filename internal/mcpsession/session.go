@@ -110,6 +110,7 @@ func Start(t testing.TB, bin string, o Options) *Session {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	rememberServer(cmd.Process.Pid)
 	pr, pw := io.Pipe()
 	go s.record(stdout, pw)
 	go func() { _ = cmd.Wait(); close(s.exited) }()

@@ -1,6 +1,8 @@
 package docker
 
 import (
+	cerrdefs "github.com/containerd/errdefs"
+
 	"context"
 	"errors"
 	"fmt"
@@ -109,8 +111,8 @@ func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 		switch {
 		case rerr == nil:
 			removed++
-		case isNotFound(rerr):
-			// someone else (another sweeper) was faster
+		case isNotFound(rerr), cerrdefs.IsConflict(rerr):
+			// someone else (another sweeper, or the owner's own cleanup) was faster or is at it
 		default:
 			errs = append(errs, fmt.Errorf("container remove %s: %w", c.ID, rerr))
 		}

@@ -62,8 +62,10 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
-	if removed != 2 {
-		t.Errorf("got %d removed, want 2", removed)
+	// Other test packages start servers whose start-up sweep may remove the dead instances'
+	// containers first, so the count can be lower; what must hold is which ones are gone.
+	if removed > 2 {
+		t.Errorf("got %d removed, want at most 2", removed)
 	}
 	for i, tt := range tests {
 		_, err := rawCli.ContainerInspect(t.Context(), ids[i], client.ContainerInspectOptions{})
