@@ -85,7 +85,17 @@ type worldOpts struct {
 
 func newWorld(t testing.TB, iso string, o worldOpts) *world {
 	t.Helper()
-	if iso == docker && dockerErr != nil {
+	w, args, environ := prepareWorld(t, iso, o)
+	w.sess = mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: args, Env: environ, Dir: w.work})
+	t.Cleanup(w.close)
+	return w
+}
+
+// prepareWorld makes a world's directories and returns the server's argv and environment
+// without starting it (for clients other than mcp-go).
+func prepareWorld(t testing.TB, iso string, o worldOpts) (*world, []string, []string) {
+	t.Helper()
+	if (iso == docker || o.needDocker) && dockerErr != nil {
 		t.Skipf("!!! SKIPPED (Docker column): no Docker engine: %v", dockerErr)
 	}
 	root, err := os.MkdirTemp(suiteRoot, "w-")
@@ -122,9 +132,7 @@ func newWorld(t testing.TB, iso string, o worldOpts) *world {
 	}
 	args = append(args, "--isolation", floor)
 	args = append(args, o.args...)
-	w.sess = mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: args, Env: environ, Dir: w.work})
-	t.Cleanup(w.close)
-	return w
+	return w, args, environ
 }
 
 // close stops the server and fails the test on anything it left behind.
@@ -165,7 +173,7 @@ func (w *world) leaks() string {
 				parts = append(parts, fmt.Sprintf("worktrees of %s: %v", repo, wts[1:]))
 			}
 		}
-		if dockerErr == nil && w.sess.Cmd.Process != nil {
+		if dockerErr == nil && w.sess != nil && w.sess.Cmd.Process != nil {
 			ids, _ := mcpsession.Containers("label=cline-mcp.run", "ancestor="+fakeImage)
 			for _, id := range ids {
 				if strings.Contains(containerInstance(id), fmt.Sprintf("-%d-", w.sess.Cmd.Process.Pid)) {

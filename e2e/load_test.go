@@ -1,0 +1,134 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+// TestLoadMixed50 sends 50 concurrent calls over ONE session: host and Docker, with and without
+// overrides. Host override runs refresh openai-native's token (they are serialised under the
+// write lock, so the last one to start wrote the final token); Docker override runs refresh the
+// token of their own provider block and merge it back from their private copy — every one of
+// those must survive (no lost update, no stale copy written over a newer file).
+func TestLoadMixed50(t *testing.T) {
+	if dockerErr != nil {
+		t.Skipf("!!! SKIPPED: the mixed load needs Docker: %v", dockerErr)
+	}
+	w := newWorld(t, host, worldOpts{})
+	const n = 50
+	var dockProviders []string
+	for i := 0; i < n; i++ {
+		if i%4 == 1 {
+			dockProviders = append(dockProviders, fmt.Sprintf("dock-%02d", i))
+		}
+	}
+	w.writeProviders(withProviders(providersBefore, dockProviders))
+
+	type outcome struct {
+		i    int
+		sc   map[string]any
+		err  error
+		want string
+	}
+	results := make(chan outcome, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			reply := fmt.Sprintf("R-%02d", i)
+			args := map[string]any{"prompt": "go fake:pong?text=" + reply}
+			switch i % 4 {
+			case 0: // host override
+				args = map[string]any{"prompt": fmt.Sprintf("go fake:token_refresh?token=tok-host-%02d&text=%s", i, reply), "provider": "openai-native", "model": fmt.Sprintf("gpt-%02d", i)}
+			case 1: // Docker override on its own provider
+				args = map[string]any{"prompt": fmt.Sprintf("go fake:token_refresh?token=tok-dock-%02d&text=%s", i, reply), "provider": fmt.Sprintf("dock-%02d", i), "model": "m-override", "isolation": "docker"}
+			case 3: // Docker default
+				args["isolation"] = "docker"
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			res, err := w.sess.CallErr(ctx, "ask_cline", w.args(args), fmt.Sprintf("load-%d", i))
+			o := outcome{i: i, err: err, want: reply}
+			if err == nil {
+				o.sc = mcpsession.Structured(t, res)
+			}
+			results <- o
+		}(i)
+	}
+	wg.Wait()
+	close(results)
+	t.Logf("50 mixed calls took %v", time.Since(t0).Round(time.Millisecond))
+	for o := range results {
+		if o.err != nil {
+			t.Errorf("call %d: %v", o.i, o.err)
+			continue
+		}
+		if o.sc["ok"] != true {
+			t.Errorf("call %d: got %v %v", o.i, o.sc["kind"], o.sc["message"])
+			continue
+		}
+		if got := str(o.sc, "text"); got != o.want {
+			t.Errorf("call %d: got text %q, want %q (answers crossed between calls?)", o.i, got, o.want)
+		}
+		wantIso := host
+		if o.i%4 == 1 || o.i%4 == 3 {
+			wantIso = docker
+		}
+		wantIsolation(t, o.sc, wantIso)
+	}
+
+	p := w.readProviders() // fails the test when the file is not valid JSON
+	if p["lastUsedProvider"] != "openai-compatible" {
+		t.Errorf("lastUsedProvider %v, want openai-compatible restored", p["lastUsedProvider"])
+	}
+	if got := dig(p, "providers", "openai-native", "settings", "model"); got != "gpt-saved" {
+		t.Errorf("openai-native model %v, want gpt-saved restored", got)
+	}
+	// Host override runs are serialised; the last to start wrote the final token.
+	var hostRuns []record
+	for _, r := range w.records() {
+		if r.RefreshedToken != "" && strings.HasPrefix(r.RefreshedToken, "tok-host-") {
+			hostRuns = append(hostRuns, r)
+		}
+	}
+	sort.Slice(hostRuns, func(a, b int) bool { return hostRuns[a].StartedAt.Before(hostRuns[b].StartedAt) })
+	if len(hostRuns) != 13 {
+		t.Fatalf("got %d host override runs, want 13", len(hostRuns))
+	}
+	if got, want := dig(p, "providers", "openai-native", "settings", "auth", "accessToken"), hostRuns[len(hostRuns)-1].RefreshedToken; got != want {
+		t.Errorf("openai-native token %v, want the last host override's %s", got, want)
+	}
+	for _, name := range dockProviders {
+		want := "tok-dock-" + strings.TrimPrefix(name, "dock-")
+		if got := dig(p, "providers", name, "settings", "auth", "accessToken"); got != want {
+			t.Errorf("%s token %v, want %s merged back from the container", name, got, want)
+		}
+		if got := dig(p, "providers", name, "settings", "model"); got != "saved-"+name {
+			t.Errorf("%s model %v, want saved-%s restored", name, got, name)
+		}
+	}
+	if _, bad := w.sess.Lines(); len(bad) > 0 {
+		t.Errorf("%d non-JSON-RPC stdout line(s) under load, first %.200q", len(bad), bad[0])
+	}
+}
+
+// withProviders adds one configured provider block per name to a providers.json document.
+func withProviders(doc string, names []string) string {
+	var blocks []string
+	for _, n := range names {
+		blocks = append(blocks, fmt.Sprintf(`    %q: {"settings": {"provider": %q, "apiKey": "sk-%s-key", "model": "saved-%s"}, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}`, n, n, n, n))
+	}
+	const anchor = `    "openai-native": {`
+	return strings.Replace(doc, anchor, strings.Join(blocks, ",\n")+",\n"+anchor, 1)
+}
