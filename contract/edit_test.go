@@ -176,3 +176,28 @@ func lastTool(msgs [][2]string) string {
 	}
 	return ""
 }
+
+// TestSeedPolicyDeniedToolsAbort: with --analysis-policy seed the CLI runs with --auto-approve
+// false, denies every tool and aborts after three denied iterations with exit 0
+// (b_denied_tools_mistake_limit); the server reports that as a non-transient failure naming the
+// tool, and nothing is written.
+func TestSeedPolicyDeniedToolsAbort(t *testing.T) {
+	w := newWorld(t, inCwd(func(dir string) fakeprovider.Step { return fakeprovider.Tools(editorCreate(dir, "x.txt", "x\n")) }),
+		serverArgs("--analysis-policy", "seed"))
+	res, sc := w.call("ask_cline", map[string]any{"prompt": "Create x.txt please"})
+	wantKind(t, res, sc, "non_zero_exit")
+	wantAttempts(t, sc, 1)
+	if !strings.Contains(str(sc, "message"), "editor") {
+		t.Errorf("message %q does not name the denied tool", str(sc, "message"))
+	}
+	if sc["exitCode"] != float64(0) {
+		t.Errorf("got exitCode %v, want the CLI's 0 (the abort is only visible in the event stream)", sc["exitCode"])
+	}
+	chats := w.chats(3)
+	if !strings.Contains(strings.Join(flat(chats[1].Messages()), "\n"), "requires approval") {
+		t.Errorf("the CLI did not deny the editor call for approval: %q", chats[1].Messages())
+	}
+	if _, err := os.Stat(filepath.Join(w.work, "x.txt")); !os.IsNotExist(err) {
+		t.Errorf("x.txt was written (%v)", err)
+	}
+}

@@ -222,6 +222,18 @@ func eventuallyNone(d time.Duration, list func() []int) []int {
 	}
 }
 
+// eventually polls cond until it holds or d passed.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
 func gitInit(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	git(t, dir, "init", "-q", "-b", "main")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,6 +81,8 @@ func outer(m *testing.M) int {
 	cmd := exec.Command(exe, os.Args[1:]...)
 	cmd.Env = append(os.Environ(), envInner+"=1", envCLI+"="+cli, envBins+"="+dir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Pdeathsig fires when the starting OS thread exits: keep this goroutine on its thread.
+	runtime.LockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	// go test's own interrupt reaches the whole process group; the child handles it.
 	signal.Ignore(os.Interrupt, syscall.SIGTERM)
@@ -121,7 +124,13 @@ func unavailable(m *testing.M, reason string) int {
 		fmt.Fprintf(os.Stderr, "%s\ncontract: FAIL (CI=true): %s\n%s\n", bar, reason, bar)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "%s\ncontract: SKIPPING THE WHOLE CONTRACT SUITE: %s\n(under CI=true this is a failure)\n%s\n", bar, reason, bar)
+	banner := fmt.Sprintf("%s\ncontract: SKIPPING THE WHOLE CONTRACT SUITE: %s\n(under CI=true this is a failure)\n%s\n", bar, reason, bar)
+	fmt.Fprint(os.Stderr, banner)
+	// go test hides the output of a passing package unless -v is given: tell the terminal too.
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprint(tty, banner)
+		tty.Close()
+	}
 	suite.skip = reason
 	return m.Run()
 }
