@@ -185,6 +185,9 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	a.ran, a.exit = true, exit
 	sum := parser.Summary()
 	a.toolCalls = sum.ToolCalls
+	if iso == sandbox.IsolationDocker || len(sum.MutatingSuccesses) > 0 {
+		k.mayHaveWritten = true
+	}
 	a.verdict = cline.Classify(cline.Outcome{
 		ExitCode:       exit.Code,
 		Signal:         exit.Signal,

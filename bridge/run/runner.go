@@ -104,6 +104,9 @@ type call struct {
 	private  string            // private 0700 temp dir of this call (global settings, copies)
 	res      Result
 	warnings []string
+	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
+	// (where analysis keeps run_commands) or reported a successful mutating tool call.
+	mayHaveWritten bool
 }
 
 // Do runs one validated call to its result. It never panics on user input and never returns

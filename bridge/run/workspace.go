@@ -41,11 +41,15 @@ func (k *call) workspace(ctx context.Context) Result {
 
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), epilogueTimeout)
 	defer cancel()
-	if touched, err := k.r.cfg.Worktrees.Touched(ectx, wt); err == nil && len(touched) > 0 {
-		for _, f := range touched {
-			report.Touched = append(report.Touched, ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
+	// The touched-files report costs a full status of the worktree; on the host the read-only
+	// policy leaves nothing to report unless the stream says otherwise.
+	if k.mayHaveWritten {
+		if touched, err := k.r.cfg.Worktrees.Touched(ectx, wt); err == nil && len(touched) > 0 {
+			for _, f := range touched {
+				report.Touched = append(report.Touched, ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
+			}
+			res.Warnings = append(res.Warnings, fmt.Sprintf("files changed inside the disposable worktree during the analysis (%d); they were discarded with it", len(touched)))
 		}
-		res.Warnings = append(res.Warnings, fmt.Sprintf("files changed inside the disposable worktree during the analysis (%d); they were discarded with it", len(touched)))
 	}
 	if err := wt.Remove(ectx); err != nil {
 		report.Removed = false

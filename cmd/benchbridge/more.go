@@ -36,7 +36,6 @@ func benchWorkspace(server, fake string, files, n int) error {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
-		cmd.Stdout = io.Discard
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("git %v: %v: %s", args, err, out)
 		}
