@@ -190,6 +190,17 @@ func TestDockerWorkspace(t *testing.T) {
 	if wts := worktreeList(t, e.work); len(wts) != 1 {
 		t.Errorf("worktrees left: %v", wts)
 	}
+	// In a container the analysis keeps run_commands; what it writes into the worktree is
+	// reported as touched and discarded with the worktree, never reaching the checkout.
+	sc, _ = dockerCall(e, "ask_cline_workspace", map[string]any{"prompt": "Try fake:try_mutate"})
+	wantDockerOK(t, sc)
+	wt, _ = sc["worktree"].(map[string]any)
+	if !strings.Contains(fmt.Sprint(wt["touched"]), "touched.txt") || strings.Contains(fmt.Sprint(wt["touched"]), "mutated.txt") {
+		t.Errorf("touched report %v: want touched.txt (run_commands) and not mutated.txt (editor disabled)", wt["touched"])
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "touched.txt")); !os.IsNotExist(err) {
+		t.Errorf("a write in the worktree reached the checkout")
+	}
 }
 
 func TestDockerOverrideMergesTokenNotTrackedFields(t *testing.T) {
