@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
@@ -267,8 +269,8 @@ func secretsRedacted(t *testing.T, w *world) {
 	}
 }
 
-// hugeOutput: 200 MiB of CLI output through the server: it stays responsive (pings answered
-// during the run) and its peak RSS stays under 64 MiB.
+// hugeOutput: 200 MiB of CLI output through the server: it stays responsive (tools/list
+// answered during the run) and its peak RSS stays under 64 MiB.
 func hugeOutput(t *testing.T, w *world) {
 	const size = 200 << 20
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -291,8 +293,9 @@ func hugeOutput(t *testing.T, w *world) {
 			case <-tick.C:
 			}
 			t0 := time.Now()
-			if err := w.sess.Client.Ping(ctx); err != nil {
-				t.Errorf("ping during the huge run: %v", err)
+			// tools/list, not ping: mcp-go's Ping sends nothing on the current protocol version.
+			if _, err := w.sess.Client.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+				t.Errorf("tools/list during the huge run: %v", err)
 				return
 			}
 			mu.Lock()
@@ -320,13 +323,13 @@ func hugeOutput(t *testing.T, w *world) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%s: 200 MiB in %v (%.0f MiB/s), server VmHWM %d KiB, %d pings, slowest %v", w.iso, d.Round(time.Millisecond),
+	t.Logf("%s: 200 MiB in %v (%.0f MiB/s), server VmHWM %d KiB, %d tools/list answered during the run, slowest %v", w.iso, d.Round(time.Millisecond),
 		float64(size>>20)/d.Seconds(), hwm, pings, maxPing.Round(10*time.Microsecond))
 	if hwm >= 64<<10 {
 		t.Errorf("server peak RSS %d KiB, want < 64 MiB", hwm)
 	}
 	if pings == 0 || maxPing > 2*time.Second {
-		t.Errorf("server not responsive during the run: %d pings, slowest %v", pings, maxPing)
+		t.Errorf("server not responsive during the run: %d tools/list calls, slowest %v", pings, maxPing)
 	}
 	if b, _ := json.Marshal(res); len(b) > 64<<10 {
 		t.Errorf("the result is %d bytes; tails must be bounded", len(b))
