@@ -30,7 +30,10 @@ func init() {
 			fmt.Fprintf(os.Stderr, "!!! Docker tests of bridge/mcpserver will be SKIPPED: %v\n", err)
 			return nil
 		}
-		return mcpsession.BuildFakeImage(bins)
+		if err := mcpsession.BuildFakeImage(bins); err != nil {
+			return err
+		}
+		return mcpsession.BuildFakeImageWithGit()
 	})
 	afterAll = append(afterAll, func() error {
 		if dockerErr != nil {
@@ -328,5 +331,42 @@ func TestDockerEscapeProbes(t *testing.T) {
 	pids := probe("Probe fake:probe_pids?n=100&hold=5")
 	if started, _ := pids["started"].(float64); started >= 100 {
 		t.Errorf("pids limit not enforced: started %v of 100", started)
+	}
+}
+
+func TestDockerGitInsideTheSandbox(t *testing.T) {
+	e := newDockerEnv(t, "--docker-image", mcpsession.FakeImageGit)
+	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
+	head := gitOut(t, e.work, "rev-parse", "HEAD")
+	probe := func(tool string) map[string]map[string]any {
+		t.Helper()
+		sc, _ := dockerCall(e, tool, map[string]any{"prompt": "Probe fake:probe_git"})
+		wantDockerOK(t, sc)
+		var rep map[string]map[string]any
+		if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+			t.Fatalf("probe report %q: %v", sc["text"], err)
+		}
+		t.Logf("%s: %v", tool, rep)
+		return rep
+	}
+	// The workspace container reads the history of the worktree, and cannot write outside the
+	// worktree's own metadata: a commit needs the shared object store, which is read-only.
+	ws := probe("ask_cline_workspace")
+	if ws["log"]["ok"] != true || !strings.Contains(fmt.Sprint(ws["log"]["output"]), "init") {
+		t.Errorf("git log inside the workspace container: %v", ws["log"])
+	}
+	if ws["commit"]["ok"] == true {
+		t.Errorf("a commit succeeded inside the workspace container: %v", ws["commit"])
+	}
+	// apply_cline_edits: history readable, commits impossible.
+	ap := probe("apply_cline_edits")
+	if ap["log"]["ok"] != true {
+		t.Errorf("git log inside the apply container: %v", ap["log"])
+	}
+	if ap["commit"]["ok"] == true {
+		t.Errorf("a commit succeeded inside the apply container: %v", ap["commit"])
+	}
+	if got := gitOut(t, e.work, "rev-parse", "HEAD"); got != head {
+		t.Errorf("HEAD moved from %s to %s", head, got)
 	}
 }

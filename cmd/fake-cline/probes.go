@@ -154,3 +154,20 @@ func runProbePids(s *session) int {
 		return r
 	})
 }
+
+// runProbeGit runs git in -c without a shell: log (history readable?), status, and an attempt to
+// commit (which a read-only git dir must stop). It needs a git binary in the image.
+func runProbeGit(s *session) int {
+	return s.probe(func() obj {
+		r := obj{}
+		for _, c := range []kv{
+			{"log", "git log --oneline -1"},
+			{"status", "git --no-optional-locks status --porcelain"},
+			{"commit", "git -c user.name=fake-cline -c user.email=fake-cline@example.invalid -c commit.gpgsign=false commit --allow-empty -m probe"},
+		} {
+			out, ok := s.builtin(c.v.(string))
+			r = append(r, kv{c.k, obj{{"ok", ok}, {"output", out}}})
+		}
+		return r
+	})
+}

@@ -109,3 +109,59 @@ func ServerContainers() ([]string, error) {
 	}
 	return ids, nil
 }
+
+// FakeImageGit is FakeImage plus the host's git binary and the shared libraries it needs, so
+// tests can prove git works (or is stopped) inside the sandbox. The real image has git.
+const FakeImageGit = FakeImage + "-git"
+
+// BuildFakeImageWithGit layers /usr/bin/git (found with ldd) onto FakeImage.
+func BuildFakeImageWithGit() error {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return err
+	}
+	ctxDir, err := os.MkdirTemp("", "fake-image-git-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ctxDir)
+	out, err := exec.Command("ldd", git).Output()
+	if err != nil {
+		return fmt.Errorf("ldd %s: %w", git, err)
+	}
+	files := []string{git}
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "/") {
+				files = append(files, f)
+			}
+		}
+	}
+	for _, f := range files {
+		real, err := filepath.EvalSymlinks(f)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(real)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(ctxDir, "rootfs", f)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			return err
+		}
+	}
+	df := "FROM " + FakeImage + "\nCOPY rootfs/ /\n"
+	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte(df), 0o644); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if b, err := exec.CommandContext(ctx, "docker", "build", "-q", "-t", FakeImageGit, ctxDir).CombinedOutput(); err != nil {
+		return fmt.Errorf("docker build %s: %v\n%s", FakeImageGit, err, b)
+	}
+	return nil
+}
