@@ -370,3 +370,17 @@ func TestDockerGitInsideTheSandbox(t *testing.T) {
 		t.Errorf("HEAD moved from %s to %s", head, got)
 	}
 }
+
+func TestRetryIsolationDocker(t *testing.T) {
+	e := newDockerEnv(t, "--retry-isolation", "docker")
+	_, sc := e.call("ask_cline", map[string]any{"prompt": "go fake:http_429"})
+	if sc["kind"] != "transient_provider_error" || num(sc, "attempts") != 2 {
+		t.Fatalf("got %v after %v attempts", sc["kind"], sc["attempts"])
+	}
+	if got := fmt.Sprint(sc["attemptIsolation"]); got != "[host docker]" {
+		t.Errorf("got attemptIsolation %s, want [host docker]", got)
+	}
+	if n := len(e.records()); n != 1 {
+		t.Errorf("got %d host runs, want 1 (the retry runs in a container)", n)
+	}
+}
