@@ -283,4 +283,13 @@ func TestSecretsRedactedEverywhere(t *testing.T) {
 	if !strings.Contains(wire, "[REDACTED]") {
 		t.Errorf("nothing was redacted; the scenario printed no secret? wire: %.500s", wire)
 	}
+	redactedProgress := false
+	for _, n := range e.sess.Notifications("notifications/progress") {
+		if m, _ := n.Params.AdditionalFields["message"].(string); strings.Contains(m, "[REDACTED]") {
+			redactedProgress = true
+		}
+	}
+	if !redactedProgress {
+		t.Errorf("no progress notification carried the (redacted) answer text; the progress path is untested")
+	}
 }

@@ -114,12 +114,19 @@ func (p *progress) sendLocked(msg string) {
 	})
 }
 
-// Close stops the heartbeat and any pending send; no notification follows the result.
+// Close sends a message still held back by the throttle, then stops the heartbeat; it runs
+// before the result is returned, so no notification follows the result.
 func (p *progress) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.closed = true
+	if p.closed {
+		return
+	}
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	if p.pending != "" {
+		p.sendLocked(p.pending)
+	}
+	p.closed = true
 }

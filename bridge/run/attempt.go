@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
@@ -263,6 +264,13 @@ func (k *call) writeGlobalSettings(dst, userPath string, disabled []string) (str
 // onEvent turns live stream events into short, redacted progress messages.
 func (k *call) onEvent(n int, ev cline.Event) {
 	msg := ev.Progress()
+	switch {
+	case ev.Type == "agent_event" && ev.EventType == "content_end" && ev.ContentType == "text" && ev.Text != "":
+		msg = "answer: " + snippet(ev.Text, 100)
+	case ev.Type == "run_result" && ev.Text != "":
+		// The throttle keeps only the latest message, so the last one carries the answer too.
+		msg += ": " + snippet(ev.Text, 100)
+	}
 	if msg == "" {
 		return
 	}
@@ -270,4 +278,13 @@ func (k *call) onEvent(n int, ev cline.Event) {
 		msg = fmt.Sprintf("attempt %d: %s", n, msg)
 	}
 	k.progress(k.red.String(msg))
+}
+
+// snippet is the first n runes of s on one line.
+func snippet(s string, n int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return string(r)
 }
