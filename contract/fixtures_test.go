@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +31,10 @@ type fixture struct {
 	respond     func(dir string) fakeprovider.Responder
 	thinking    string
 	autoApprove bool
+	readOnly    bool // the server's analysis policy: global settings with disabledTools
+	// signals are sent once the run waits for the model (the provider got the request, stdout
+	// showed iteration_start); every signal but the last must leave the process running.
+	signals []syscall.Signal
 }
 
 func fixtures() []fixture {
@@ -51,6 +57,20 @@ func fixtures() []fixture {
 			}},
 		{name: "c_http_429", fake: "http_429", respond: script(fakeprovider.Error(429, noWait)), autoApprove: true},
 		{name: "e_http_401", fake: "http_401", respond: script(fakeprovider.Error(401, nil)), autoApprove: true},
+		{name: "x_tools_disabled_readonly", fake: "try_mutate?read=README.md", autoApprove: true, readOnly: true,
+			respond: func(dir string) fakeprovider.Responder {
+				return fakeprovider.Script(
+					fakeprovider.Tools(fakeprovider.Call{Name: "read_files", Arguments: map[string]any{"files": []string{filepath.Join(dir, "README.md")}}}),
+					fakeprovider.Tools(editorCreate(dir, "mutated.txt", "mutated\n")),
+					fakeprovider.Tools(fakeprovider.Call{Name: "run_commands", Arguments: map[string]any{"commands": []string{"touch " + filepath.Join(dir, "touched.txt")}}}),
+					fakeprovider.Text("Done."),
+				)
+			}},
+		// The server's stop is SIGINT then SIGKILL because of these two (FINDINGS §6).
+		{name: "f_sigint_midrun", fake: "hang", respond: script(fakeprovider.Hang()), autoApprove: true,
+			signals: []syscall.Signal{syscall.SIGINT}},
+		{name: "f_double_sigterm_midrun", fake: "hang", respond: script(fakeprovider.Hang()), autoApprove: true,
+			signals: []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}},
 		{name: "b_denied_tools_mistake_limit", fake: "tool_denied_abort", autoApprove: false,
 			respond: func(dir string) fakeprovider.Responder {
 				return fakeprovider.Script(fakeprovider.Tools(editorCreate(dir, "x.txt", "x\n")))
@@ -118,16 +138,33 @@ func runDirect(t *testing.T, bin string, f fixture, real bool) direct {
 	}
 	thinking := f.thinking
 	args := cline.Args(cline.Request{Prompt: "Do the task please fake:" + f.fake, Cwd: work, Thinking: thinking, AutoApprove: f.autoApprove})
+	extra := map[string]string{}
+	if f.readOnly {
+		gs, err := cline.GlobalSettings(nil, cline.ReadOnlyDisabledTools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, "global-settings.json")
+		if err := os.WriteFile(p, gs, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		extra["CLINE_GLOBAL_SETTINGS_PATH"] = p
+	}
 	env := cline.Env([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + filepath.Join(root, "tmp"),
-		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "tmp")}, nil)
+		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "tmp")}, extra)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env, cmd.Dir = env, work
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stderr bytes.Buffer
+	stdout := &watchBuffer{needle: []byte(`"iteration_start"`), seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	start := time.Now()
-	err = cmd.Run()
+	if len(f.signals) == 0 {
+		err = cmd.Run()
+	} else {
+		err = signalled(t, cmd, f.signals, stdout.seen, prov, real)
+	}
 	d := direct{stdout: stdout.String(), took: time.Since(start)}
 	var ee *exec.ExitError
 	switch {
@@ -139,7 +176,7 @@ func runDirect(t *testing.T, bin string, f fixture, real bool) direct {
 	if real && len(prov.Chats()) == 0 {
 		t.Fatalf("the real CLI never called the provider; stderr:\n%s", tail(stderr.String(), 3000))
 	}
-	d.shapes, err = shapes(stdout.Bytes())
+	d.shapes, err = shapes([]byte(d.stdout))
 	if err != nil {
 		t.Fatalf("%s stdout: %v\n%s", bin, err, tail(stdout.String(), 3000))
 	}
@@ -152,6 +189,78 @@ func runDirect(t *testing.T, bin string, f fixture, real bool) direct {
 		}
 	}
 	return d
+}
+
+// signalled starts cmd, waits until it waits for the model, and sends the signals.
+func signalled(t *testing.T, cmd *exec.Cmd, sigs []syscall.Signal, started <-chan struct{}, prov *fakeprovider.Provider, real bool) error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	waitFor := func(ch <-chan struct{}, what string) {
+		select {
+		case <-ch:
+		case err := <-exited:
+			t.Fatalf("%s exited (%v) before %s", cmd.Path, err, what)
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%s: no %s within 2 minutes", cmd.Path, what)
+		}
+	}
+	waitFor(started, "iteration_start on stdout")
+	if real {
+		waitFor(prov.Arrived(1), "request to the provider")
+	}
+	for i, sig := range sigs {
+		if err := cmd.Process.Signal(sig); err != nil {
+			return err
+		}
+		if i == len(sigs)-1 {
+			break
+		}
+		// The CLI must ignore this one: it must still run a while later.
+		select {
+		case err := <-exited:
+			t.Fatalf("%s exited (%v) after %v; want it to keep running", cmd.Path, err, sig)
+		case <-time.After(2 * time.Second):
+		}
+	}
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("%s still runs a minute after %v", cmd.Path, sigs[len(sigs)-1])
+		return nil
+	}
+}
+
+// watchBuffer collects output and closes seen once needle was written.
+type watchBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	needle []byte
+	seen   chan struct{}
+	closed bool
+}
+
+func (w *watchBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if !w.closed && bytes.Contains(w.buf.Bytes(), w.needle) {
+		w.closed = true
+		close(w.seen)
+	}
+	return n, err
+}
+
+func (w *watchBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // shapes turns --json stdout into one signature per line, collapsing consecutive repeats
