@@ -94,7 +94,7 @@ func cancelDuringBackoff(t *testing.T, w *world) {
 // is cancelled before it ever starts Cline. In the docker column the queued call asks for
 // Docker: it waits for the read lock to copy the settings.
 func cancelQueued(t *testing.T, w *world) {
-	first := w.callAsync(context.Background(), "ask_cline", map[string]any{"prompt": "go fake:slow?seconds=3&interval_ms=300", "model": "m-first"}, "tok-first")
+	first := w.callAsync(context.Background(), "ask_cline", map[string]any{"prompt": "go fake:slow?seconds=5&interval_ms=300", "model": "m-first"}, "tok-first")
 	if !eventually(30*time.Second, func() bool { return len(w.records()) == 1 }) {
 		t.Fatal("the first override run never started")
 	}
@@ -105,8 +105,9 @@ func cancelQueued(t *testing.T, w *world) {
 		args = map[string]any{"prompt": "queued call fake:pong", "isolation": "docker"}
 	}
 	done := w.callAsync(ctx, "ask_cline", args, "tok-queued")
-	// Let the first run make progress (external events, ~600 ms) so the second call is queued.
-	if !eventually(30*time.Second, func() bool { return w.progressCount("tok-first") >= 3 }) {
+	// Let the first run (5 s) make progress (two throttled notifications, >= 500 ms) so the
+	// second call has reached the lock.
+	if !eventually(30*time.Second, func() bool { return w.progressCount("tok-first") >= 2 }) {
 		t.Fatal("the first run made no progress")
 	}
 	if len(w.records()) != 1 || len(mustContainers(t, w)) != 0 {
