@@ -126,11 +126,6 @@ func cancelQueued(t *testing.T, w *world) {
 		line = line[:min(len(line), 4000)]
 		switch {
 		case strings.Contains(line, `"kind":"cancelled"`):
-		case w.iso == docker && strings.Contains(line, `"kind":"launch_failed"`):
-			// KNOWN BUG (reported): bridge/run/attempt.go turns the dockerSpec error "cancelled
-			// while waiting for the settings lock" into launch_failed. The rest of this cell
-			// (never started, no container) still ran; remove this case once fixed.
-			t.Logf("!!! KNOWN BUG: a Docker call cancelled while queued for the settings lock is reported as launch_failed, want cancelled")
 		default:
 			t.Errorf("the queued call's result is not kind cancelled: %.600s", line)
 		}

@@ -161,6 +161,11 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 		defer after()
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// Preparing the attempt (waiting for the settings lock, say) ended by a cancel.
+			a.verdict = cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
+			return a
+		}
 		a.verdict = launchVerdict(err)
 		return a
 	}
