@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // launchMissing: the host CLI or the Docker image/engine is missing → launch_failed with the
@@ -59,19 +61,9 @@ func commitGuard(t *testing.T, w *world, sc map[string]any) {
 	if str(sc, "headBefore") == "" || str(sc, "headBefore") != str(sc, "headAfter") {
 		t.Errorf("HEAD moved in a container with a read-only .git: %v → %v", sc["headBefore"], sc["headAfter"])
 	}
-	if files := changedFiles(sc); files["c.txt"] != "A" {
+	if files := mcpsession.ChangedFiles(sc); files["c.txt"] != "A" {
 		t.Errorf("the container's edit was not reported: %v", files)
 	}
-}
-
-func changedFiles(sc map[string]any) map[string]string {
-	out := map[string]string{}
-	list, _ := sc["changedFiles"].([]any)
-	for _, f := range list {
-		m, _ := f.(map[string]any)
-		out[str(m, "path")] = str(m, "status")
-	}
-	return out
 }
 
 // applyDiff: the diff is exactly the run's changes; the user's own work is kept and not
@@ -87,7 +79,7 @@ func applyDiff(t *testing.T, w *world) {
 	res, sc := w.call("apply_cline_edits", map[string]any{"cwd": repo,
 		"prompt": "Edit fake:edit_many?modify=README.md&create=new_file.txt&delete=gone.txt&rename=old.txt:renamed.txt"})
 	wantResult(t, res, sc, "", 1)
-	files := changedFiles(sc)
+	files := mcpsession.ChangedFiles(sc)
 	for p, st := range map[string]string{"README.md": "M", "new_file.txt": "A", "gone.txt": "D", "renamed.txt": "R"} {
 		if files[p] != st {
 			t.Errorf("changedFiles[%s] = %q, want %q (all %v)", p, files[p], st, files)

@@ -31,7 +31,7 @@ func TestLoadMixed50(t *testing.T) {
 			dockProviders = append(dockProviders, fmt.Sprintf("dock-%02d", i))
 		}
 	}
-	w.writeProviders(withProviders(providersBefore, dockProviders))
+	w.writeProviders(withProviders(mcpsession.ProvidersTwo, dockProviders))
 
 	type outcome struct {
 		i    int
@@ -96,7 +96,7 @@ func TestLoadMixed50(t *testing.T) {
 		t.Errorf("openai-native model %v, want gpt-saved restored", got)
 	}
 	// Host override runs are serialised; the last to start wrote the final token.
-	var hostRuns []record
+	var hostRuns []mcpsession.Record
 	for _, r := range w.records() {
 		if r.RefreshedToken != "" && strings.HasPrefix(r.RefreshedToken, "tok-host-") {
 			hostRuns = append(hostRuns, r)

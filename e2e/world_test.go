@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,37 +26,6 @@ const (
 )
 
 var isolations = []string{host, docker}
-
-// providersBefore is what `cline auth` leaves behind (a_text_pong/providers.before.json) plus a
-// second configured provider with saved tracked fields, so override runs have values to restore.
-const providersBefore = `{
-  "version": 1,
-  "lastUsedProvider": "openai-compatible",
-  "modes": {},
-  "providers": {
-    "openai-compatible": {
-      "settings": {
-        "provider": "openai-compatible",
-        "apiKey": "sk-test-123",
-        "model": "fake-model",
-        "baseUrl": "http://127.0.0.1:18080/v1"
-      },
-      "updatedAt": "2026-01-01T00:00:00.000Z",
-      "tokenSource": "manual"
-    },
-    "openai-native": {
-      "settings": {
-        "provider": "openai-native",
-        "apiKey": "sk-native-456",
-        "model": "gpt-saved",
-        "reasoning": {"effort": "low"}
-      },
-      "updatedAt": "2026-01-01T00:00:00.000Z",
-      "tokenSource": "manual"
-    }
-  }
-}
-`
 
 // world is one server process with its private HOME (Cline settings), TMPDIR, work dir and the
 // fake CLI's record file. Its cleanup stops the server and checks for leaks.
@@ -110,7 +78,7 @@ func prepareWorld(t testing.TB, iso string, o worldOpts) (*world, []string, []st
 			t.Fatal(err)
 		}
 	}
-	w.writeProviders(providersBefore)
+	w.writeProviders(mcpsession.ProvidersTwo)
 	environ := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + w.home,
@@ -271,39 +239,9 @@ func (w *world) readProviders() map[string]any {
 	return m
 }
 
-// record is one host invocation of the fake CLI as FAKE_CLINE_RECORD saw it.
-type record struct {
-	PID            int               `json:"pid"`
-	PGID           int               `json:"pgid"`
-	Argv           []string          `json:"argv"`
-	Cwd            string            `json:"cwd"`
-	Env            map[string]string `json:"env"`
-	Scenario       string            `json:"scenario"`
-	StartedAt      time.Time         `json:"startedAt"`
-	RefreshedToken string            `json:"refreshedToken"`
-}
-
-func (w *world) records() []record {
+func (w *world) records() []mcpsession.Record {
 	w.t.Helper()
-	f, err := os.Open(w.record)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer f.Close()
-	var out []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			w.t.Fatalf("record line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return mcpsession.ReadRecords(w.t, w.record)
 }
 
 // repo makes a git repository under the world (registered for the leak checks).

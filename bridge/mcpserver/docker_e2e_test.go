@@ -144,7 +144,7 @@ func TestDockerApplyEditsAndOwnership(t *testing.T) {
 	gitInit(t, e.work, map[string]string{"README.md": "hello\n", "gone.txt": "bye\n", "old.txt": "old\n"})
 	sc, _ := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Edit fake:edit_many?modify=README.md&create=new_file.txt&delete=gone.txt&rename=old.txt:renamed.txt"})
 	wantDockerOK(t, sc)
-	files := changedFiles(sc)
+	files := mcpsession.ChangedFiles(sc)
 	for p, st := range map[string]string{"README.md": "M", "new_file.txt": "A", "gone.txt": "D", "renamed.txt": "R"} {
 		if files[p] != st {
 			t.Errorf("changedFiles[%s] = %q, want %q (all %v)", p, files[p], st, files)
@@ -165,7 +165,7 @@ func TestDockerApplyCannotCommit(t *testing.T) {
 	head := gitOut(t, e.work, "rev-parse", "HEAD")
 	sc, _ := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Sneak fake:sneak_ref"})
 	wantDockerOK(t, sc)
-	if files := changedFiles(sc); files["sneak.txt"] != "A" {
+	if files := mcpsession.ChangedFiles(sc); files["sneak.txt"] != "A" {
 		t.Errorf("the host did not report the edit: %v", files)
 	}
 	if out := gitOut(t, e.work, "branch", "--list", "cline-sneaky"); out != "" {
@@ -208,7 +208,7 @@ func TestDockerWorkspace(t *testing.T) {
 
 func TestDockerOverrideMergesTokenNotTrackedFields(t *testing.T) {
 	e := newDockerEnv(t)
-	e.writeProviders(twoProviders)
+	e.writeProviders(mcpsession.ProvidersTwo)
 	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "go fake:token_refresh?token=tok-docker-1", "provider": "openai-native", "model": "gpt-in-container"})
 	wantDockerOK(t, sc)
 	p := e.readProviders()

@@ -42,16 +42,6 @@ func writeFile(t *testing.T, p, s string) {
 	}
 }
 
-func changedFiles(sc map[string]any) map[string]string {
-	out := map[string]string{}
-	list, _ := sc["changedFiles"].([]any)
-	for _, f := range list {
-		m, _ := f.(map[string]any)
-		out[str(m, "path")] = str(m, "status")
-	}
-	return out
-}
-
 func TestApplyReturnsExactlyTheRunsChanges(t *testing.T) {
 	e := newEnv(t)
 	repo := e.work
@@ -67,7 +57,7 @@ func TestApplyReturnsExactlyTheRunsChanges(t *testing.T) {
 		"cwd":    repo,
 	})
 	wantOK(t, res, sc)
-	files := changedFiles(sc)
+	files := mcpsession.ChangedFiles(sc)
 	want := map[string]string{"README.md": "M", "new_file.txt": "A", "gone.txt": "D", "renamed.txt": "R"}
 	for p, st := range want {
 		if files[p] != st {
@@ -147,7 +137,7 @@ func TestApplyEditThenTransientNotRetried(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(sc["warnings"]), "not retried") {
 		t.Errorf("warnings %v do not say why it was not retried", sc["warnings"])
 	}
-	if files := changedFiles(sc); files["x.txt"] != "A" {
+	if files := mcpsession.ChangedFiles(sc); files["x.txt"] != "A" {
 		t.Errorf("the error must carry the evidence: changedFiles %v", files)
 	}
 	if g, _ := sc["git"].(map[string]any); g == nil {

@@ -1,9 +1,7 @@
 package mcpserver_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -158,41 +156,9 @@ func (e *env) call(tool string, args map[string]any) (*mcp.CallToolResult, map[s
 	return res, mcpsession.Structured(e.t, res)
 }
 
-// record is one fake-cline invocation as FAKE_CLINE_RECORD saw it.
-type record struct {
-	PID                int               `json:"pid"`
-	PGID               int               `json:"pgid"`
-	Argv               []string          `json:"argv"`
-	Cwd                string            `json:"cwd"`
-	Env                map[string]string `json:"env"`
-	EnvKeys            []string          `json:"envKeys"`
-	Stdin              string            `json:"stdin"`
-	ProvidersPath      string            `json:"providersPath"`
-	GlobalSettingsPath string            `json:"globalSettingsPath"`
-	Scenario           string            `json:"scenario"`
-}
-
-func (e *env) records() []record {
+func (e *env) records() []mcpsession.Record {
 	e.t.Helper()
-	f, err := os.Open(e.record)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer f.Close()
-	var out []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			e.t.Fatalf("record line %q: %v", sc.Text(), err)
-		}
-		out = append(out, r)
-	}
-	return out
+	return mcpsession.ReadRecords(e.t, e.record)
 }
 
 func str(m map[string]any, k string) string {

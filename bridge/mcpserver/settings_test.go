@@ -14,39 +14,6 @@ import (
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
-// twoProviders has a default provider and a second configured one with a saved reasoning
-// effort, so an override run has tracked fields to put back.
-const twoProviders = `{
-  "version": 1,
-  "lastUsedProvider": "openai-compatible",
-  "modes": {},
-  "providers": {
-    "openai-compatible": {
-      "settings": {
-        "provider": "openai-compatible",
-        "apiKey": "sk-test-123",
-        "model": "fake-model",
-        "baseUrl": "http://127.0.0.1:18080/v1"
-      },
-      "updatedAt": "2026-01-01T00:00:00.000Z",
-      "tokenSource": "manual"
-    },
-    "openai-native": {
-      "settings": {
-        "provider": "openai-native",
-        "apiKey": "sk-native-456",
-        "model": "gpt-saved",
-        "reasoning": {
-          "effort": "low"
-        }
-      },
-      "updatedAt": "2026-01-01T00:00:00.000Z",
-      "tokenSource": "manual"
-    }
-  }
-}
-`
-
 func (e *env) writeProviders(s string) {
 	e.t.Helper()
 	if err := os.WriteFile(e.providers, []byte(s), 0o600); err != nil {
@@ -80,7 +47,7 @@ func dig(m any, path ...string) any {
 
 func TestOverrideRestoresTrackedFieldsAndKeepsRefreshedToken(t *testing.T) {
 	e := newEnv(t)
-	e.writeProviders(twoProviders)
+	e.writeProviders(mcpsession.ProvidersTwo)
 	res, sc := e.call("ask_cline", map[string]any{
 		"prompt":   "Reply fake:token_refresh?token=tok-refreshed-1",
 		"provider": "openai-native",
@@ -152,7 +119,7 @@ func TestInvalidEntryWipeIsRepaired(t *testing.T) {
 	e := newEnv(t)
 	// One schema-invalid entry makes the real CLI overwrite the whole file with a single `cline`
 	// entry (o_invalid_providers_json_entry); the bridge puts the lost providers back.
-	bad := strings.Replace(twoProviders, `"model": "gpt-saved",`, `"model": "gpt-saved", "baseUrl": "not a url",`, 1)
+	bad := strings.Replace(mcpsession.ProvidersTwo, `"model": "gpt-saved",`, `"model": "gpt-saved", "baseUrl": "not a url",`, 1)
 	e.writeProviders(bad)
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply please"})
 	wantOK(t, res, sc)
@@ -171,7 +138,7 @@ func TestInvalidEntryWipeIsRepaired(t *testing.T) {
 // the other's call returned (a call releases its lock just before it returns).
 func TestLockDiscipline(t *testing.T) {
 	e := newEnv(t)
-	e.writeProviders(twoProviders)
+	e.writeProviders(mcpsession.ProvidersTwo)
 	const minRun = 3 * time.Second
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -210,7 +177,7 @@ func TestLockDiscipline(t *testing.T) {
 	var runs []run
 	for _, r := range recs {
 		prompt := r.Argv[len(r.Argv)-1]
-		runs = append(runs, run{startedAt(t, e, r), returned[strings.TrimSpace(prompt)], contains(r.Argv, "-m")})
+		runs = append(runs, run{r.StartedAt, returned[strings.TrimSpace(prompt)], contains(r.Argv, "-m")})
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
 	defaultsShared := false
@@ -232,29 +199,6 @@ func TestLockDiscipline(t *testing.T) {
 	if p := e.readProviders(); p["lastUsedProvider"] != "openai-compatible" || dig(p, "providers", "openai-compatible", "settings", "model") != "fake-model" {
 		t.Errorf("tracked fields not restored after concurrent overrides: %v", p)
 	}
-}
-
-func startedAt(t *testing.T, e *env, r record) time.Time {
-	t.Helper()
-	b, err := os.ReadFile(e.record)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var m struct {
-			PID       int    `json:"pid"`
-			StartedAt string `json:"startedAt"`
-		}
-		if json.Unmarshal([]byte(line), &m) == nil && m.PID == r.PID {
-			ts, err := time.Parse(time.RFC3339Nano, m.StartedAt)
-			if err != nil {
-				t.Fatalf("startedAt %q: %v", m.StartedAt, err)
-			}
-			return ts
-		}
-	}
-	t.Fatalf("no startedAt for pid %d", r.PID)
-	return time.Time{}
 }
 
 func TestQueuedOverrideCancelledNeverSpawns(t *testing.T) {
@@ -295,7 +239,7 @@ func TestStressMixedOverrides(t *testing.T) {
 		t.Skip("stress test (skipped with -short)")
 	}
 	e := newEnv(t)
-	e.writeProviders(twoProviders)
+	e.writeProviders(mcpsession.ProvidersTwo)
 	const n = 100
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -321,18 +265,9 @@ func TestStressMixedOverrides(t *testing.T) {
 	// The last override run (by start time; they are serialised) wrote the final token.
 	var lastToken string
 	var lastStart time.Time
-	b, _ := os.ReadFile(e.record)
-	for _, line := range strings.Split(string(b), "\n") {
-		var m struct {
-			StartedAt      string `json:"startedAt"`
-			RefreshedToken string `json:"refreshedToken"`
-		}
-		if json.Unmarshal([]byte(line), &m) != nil || m.RefreshedToken == "" {
-			continue
-		}
-		ts, _ := time.Parse(time.RFC3339Nano, m.StartedAt)
-		if ts.After(lastStart) {
-			lastStart, lastToken = ts, m.RefreshedToken
+	for _, r := range e.records() {
+		if r.RefreshedToken != "" && r.StartedAt.After(lastStart) {
+			lastStart, lastToken = r.StartedAt, r.RefreshedToken
 		}
 	}
 	if got := dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != lastToken {

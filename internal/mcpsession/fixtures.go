@@ -1,0 +1,97 @@
+package mcpsession
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+)
+
+// ProvidersTwo is a Cline providers.json with the default provider of the recordings
+// (a_text_pong/providers.before.json) plus a second configured provider with saved tracked
+// fields (model, reasoning), so override runs have values to restore.
+const ProvidersTwo = `{
+  "version": 1,
+  "lastUsedProvider": "openai-compatible",
+  "modes": {},
+  "providers": {
+    "openai-compatible": {
+      "settings": {
+        "provider": "openai-compatible",
+        "apiKey": "sk-test-123",
+        "model": "fake-model",
+        "baseUrl": "http://127.0.0.1:18080/v1"
+      },
+      "updatedAt": "2026-01-01T00:00:00.000Z",
+      "tokenSource": "manual"
+    },
+    "openai-native": {
+      "settings": {
+        "provider": "openai-native",
+        "apiKey": "sk-native-456",
+        "model": "gpt-saved",
+        "reasoning": {
+          "effort": "low"
+        }
+      },
+      "updatedAt": "2026-01-01T00:00:00.000Z",
+      "tokenSource": "manual"
+    }
+  }
+}
+`
+
+// Record is one fake-cline invocation as FAKE_CLINE_RECORD saw it (cmd/fake-cline/doc.go).
+type Record struct {
+	PID                int               `json:"pid"`
+	PGID               int               `json:"pgid"`
+	PPID               int               `json:"ppid"`
+	Argv               []string          `json:"argv"`
+	Cwd                string            `json:"cwd"`
+	Env                map[string]string `json:"env"`
+	EnvKeys            []string          `json:"envKeys"`
+	Stdin              string            `json:"stdin"`
+	ProvidersPath      string            `json:"providersPath"`
+	GlobalSettingsPath string            `json:"globalSettingsPath"`
+	Scenario           string            `json:"scenario"`
+	StartedAt          time.Time         `json:"startedAt"`
+	RefreshedToken     string            `json:"refreshedToken"`
+}
+
+// ReadRecords reads a FAKE_CLINE_RECORD file; a missing file means no invocation yet.
+func ReadRecords(t testing.TB, path string) []Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("record line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ChangedFiles maps path → status from an apply_cline_edits result's changedFiles.
+func ChangedFiles(sc map[string]any) map[string]string {
+	out := map[string]string{}
+	list, _ := sc["changedFiles"].([]any)
+	for _, f := range list {
+		m, _ := f.(map[string]any)
+		p, _ := m["path"].(string)
+		s, _ := m["status"].(string)
+		out[p] = s
+	}
+	return out
+}
