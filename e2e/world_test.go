@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -228,15 +227,7 @@ func (w *world) writeProviders(s string) {
 
 func (w *world) readProviders() map[string]any {
 	w.t.Helper()
-	b, err := os.ReadFile(w.providers)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		w.t.Fatalf("providers.json is not valid JSON: %v\n%s", err, b)
-	}
-	return m
+	return mcpsession.ReadJSON(w.t, w.providers)
 }
 
 func (w *world) records() []mcpsession.Record {

@@ -2,7 +2,6 @@ package mcpserver_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -23,15 +22,7 @@ func (e *env) writeProviders(s string) {
 
 func (e *env) readProviders() map[string]any {
 	e.t.Helper()
-	b, err := os.ReadFile(e.providers)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		e.t.Fatalf("providers.json is not valid JSON after the run: %v\n%s", err, b)
-	}
-	return m
+	return mcpsession.ReadJSON(e.t, e.providers)
 }
 
 func dig(m any, path ...string) any {

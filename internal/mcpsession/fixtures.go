@@ -95,3 +95,18 @@ func ChangedFiles(sc map[string]any) map[string]string {
 	}
 	return out
 }
+
+// ReadJSON reads a JSON object file, failing the test when it is missing or corrupt (a
+// settings file must stay valid whatever the runs did).
+func ReadJSON(t testing.TB, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s is not valid JSON: %v\n%s", path, err, b)
+	}
+	return m
+}
