@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,5 +214,38 @@ func TestSeedPolicyDeniesEveryTool(t *testing.T) {
 	}
 	if num(sc, "attempts") != 1 {
 		t.Errorf("got attempts %v, want 1 (not transient)", sc["attempts"])
+	}
+}
+
+// TestServerSIGTERMStopsRunsAndExits: a server told to stop (SIGTERM) cancels its calls, kills
+// their processes, removes their worktrees and exits.
+func TestServerSIGTERMStopsRunsAndExits(t *testing.T) {
+	e := newEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = e.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, nil)
+	}()
+	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+		t.Fatal("the run never started")
+	}
+	pid := e.records()[0].PID
+	if err := e.sess.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-e.sess.Exited():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not exit within 20 s of SIGTERM")
+	}
+	if !e.sess.Cmd.ProcessState.Success() {
+		t.Errorf("server exit: %v, want 0", e.sess.Cmd.ProcessState)
+	}
+	if pid > 1 && alive(pid) {
+		t.Errorf("the CLI (pid %d) outlived the server", pid)
+	}
+	if wts := worktreeList(t, e.work); len(wts) != 1 {
+		t.Errorf("worktrees left after the server stopped: %v", wts)
 	}
 }
