@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -25,8 +26,6 @@ const (
 )
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:/@-]{1,120}$`)
-
-var thinkingLevels = []string{"none", "low", "medium", "high", "xhigh"}
 
 // reserved are property names that the original Node bridge rejected because they reach
 // Object.prototype; we reject them too so that clients see the same contract.
@@ -112,8 +111,8 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 
 	if th, present := args["thinking"]; present {
 		s, ok := th.(string)
-		if !ok || !contains(thinkingLevels, s) {
-			return call, invalid("thinking must be one of %s (got %s)", strings.Join(thinkingLevels, ", "), describe(th))
+		if !ok || s == "" || !cline.ValidThinking(s) {
+			return call, invalid("thinking must be one of %s (got %s)", strings.Join(cline.ThinkingLevels, ", "), describe(th))
 		}
 		call.Thinking = s
 	}
@@ -246,15 +245,6 @@ func describe(v any) string {
 		return "an array"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // utf16Len counts characters the way the seed's Node bridge (and Windows) does.

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
@@ -212,11 +213,8 @@ func (r *Runner) globalSettingsPath() string {
 func envLookup(env []string) func(string) string {
 	m := make(map[string]string, len(env))
 	for _, kv := range env {
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				m[kv[:i]] = kv[i+1:]
-				break
-			}
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
 		}
 	}
 	return func(k string) string { return m[k] }

@@ -10,13 +10,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 )
 
 var version = "dev"
@@ -99,8 +97,3 @@ Flags:
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
-
-// shutdownGrace bounds how long serve waits for in-flight calls to clean up after stdin closed.
-const shutdownGrace = 30 * time.Second
-
-var _ = slog.Default
