@@ -127,6 +127,12 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	res.Warnings = k.redactAll(append(k.warnings, res.Warnings...))
 	res.Message = k.red.String(res.Message)
 	res.Text = k.red.String(res.Text)
+	if res.Diff != nil {
+		// A diff can carry a secret Cline wrote into a file (.env, config); it leaves the machine
+		// like every other field, so it is redacted too.
+		d := k.red.String(*res.Diff)
+		res.Diff = &d
+	}
 	if res.Isolation == "" {
 		res.Isolation = k.iso
 	}
