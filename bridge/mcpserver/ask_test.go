@@ -222,15 +222,7 @@ func TestSeedPolicyDeniesEveryTool(t *testing.T) {
 func TestServerSIGTERMStopsRunsAndExits(t *testing.T) {
 	e := newEnv(t)
 	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = e.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, nil)
-	}()
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
-		t.Fatal("the run never started")
-	}
-	pid := e.records()[0].PID
+	pid := e.hangingWorkspaceRun().PID
 	if err := e.sess.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -259,15 +259,7 @@ func TestCrashLeftoverWorktreeSweptAtStart(t *testing.T) {
 	e := newEnv(t)
 	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
 	// Simulate a crash: kill the server while a workspace run is in flight.
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = e.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, nil)
-	}()
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
-		t.Fatal("the run never started")
-	}
-	leftover := e.records()[0].Cwd
+	leftover := e.hangingWorkspaceRun().Cwd
 	_ = e.sess.Cmd.Process.Kill()
 	<-e.sess.Exited()
 	if pg := e.records()[0].PGID; pg > 1 && pg != syscall.Getpgrp() {

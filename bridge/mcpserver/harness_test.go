@@ -156,6 +156,21 @@ func (e *env) call(tool string, args map[string]any) (*mcp.CallToolResult, map[s
 	return res, mcpsession.Structured(e.t, res)
 }
 
+// hangingWorkspaceRun starts an ask_cline_workspace call whose CLI never answers, in the
+// background, and returns the CLI's invocation once it runs.
+func (e *env) hangingWorkspaceRun() mcpsession.Record {
+	e.t.Helper()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = e.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, nil)
+	}()
+	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+		e.t.Fatal("the run never started")
+	}
+	return e.records()[0]
+}
+
 func (e *env) records() []mcpsession.Record {
 	e.t.Helper()
 	return mcpsession.ReadRecords(e.t, e.record)
