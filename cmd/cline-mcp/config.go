@@ -42,7 +42,7 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (c *config) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.cline, "cline", "", "path of the Cline executable (default: $CLINE_MCP_CLINE, else `cline` on PATH)")
+	fs.StringVar(&c.cline, "cline", "", "path of the Cline executable (default: $CLINE_MCP_CLINE, else cline on PATH)")
 	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host or docker; calls may ask for more, never less")
 	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")

@@ -35,7 +35,9 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "cline-mcp %s (%s/%s, %s)\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 		return 0
 	case "help":
-		usage(stdout, newFlags(io.Discard))
+		fs := newFlags(io.Discard)
+		(&config{}).register(fs)
+		usage(stdout, fs)
 		return 0
 	case "serve", "doctor":
 	default:
@@ -78,6 +80,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func newFlags(out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("cline-mcp", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {} // -help is answered by usage; parse errors are reported by flag itself
 	return fs
 }
 
@@ -92,8 +95,6 @@ Usage:
 
 Flags:
 `)
-	cfg := &config{}
-	cfg.register(fs)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCommandLine(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string // substring
+		stderr   string // substring
+		noStdout bool
+	}{
+		{name: "help flag", args: []string{"--help"}, code: 0, stdout: "Usage:"},
+		{name: "help command", args: []string{"help"}, code: 0, stdout: "-isolation"},
+		{name: "doctor help", args: []string{"doctor", "-h"}, code: 0, stdout: "cline-mcp doctor"},
+		{name: "version", args: []string{"version"}, code: 0, stdout: "cline-mcp "},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: "unknown command", noStdout: true},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, code: 2, stderr: "no-such-flag", noStdout: true},
+		{name: "bad isolation", args: []string{"--isolation", "vm"}, code: 2, stderr: "--isolation", noStdout: true},
+		{name: "bad memory", args: []string{"--docker-memory", "lots"}, code: 2, stderr: "--docker-memory", noStdout: true},
+		{name: "stray argument", args: []string{"serve", "extra"}, code: 2, stderr: "unexpected arguments", noStdout: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := realMain(c.args, strings.NewReader(""), &out, &errOut)
+			if code != c.code {
+				t.Errorf("got exit %d, want %d (stderr %q)", code, c.code, errOut.String())
+			}
+			if c.stdout != "" && !strings.Contains(out.String(), c.stdout) {
+				t.Errorf("stdout %q lacks %q", out.String(), c.stdout)
+			}
+			if c.stderr != "" && !strings.Contains(errOut.String(), c.stderr) {
+				t.Errorf("stderr %q lacks %q", errOut.String(), c.stderr)
+			}
+			// A misconfigured server must not write anything to stdout, the MCP wire.
+			if c.noStdout && out.Len() > 0 {
+				t.Errorf("wrote to stdout on an error: %q", out.String())
+			}
+		})
+	}
+}
+
+// TestServeWritesOnlyJSONRPC: an empty session (stdin closed at once) exits 0 and writes
+// nothing that is not JSON-RPC to stdout; logs go to stderr.
+func TestServeEmptySession(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := realMain([]string{"--cline", "/nonexistent/cline"}, strings.NewReader(""), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("got exit %d, want 0; stderr %q", code, errOut.String())
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout got %q for an empty session, want nothing", out.String())
+	}
+	if !strings.Contains(errOut.String(), "serving MCP on stdio") {
+		t.Errorf("stderr lacks the start log: %q", errOut.String())
+	}
+}
