@@ -18,8 +18,10 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cline-mcp ./cmd/cline-mcp
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/fake-cline ./cmd/fake-cline
 
-## run: build and serve MCP on stdio (it waits for a client; do not type into it)
-run: build
+## run: build and serve MCP on stdio (it waits for a client; do not type into it). Everything but
+## the server's own MCP output goes to stderr, so even `make -s run` can sit behind an MCP client.
+run:
+	@$(MAKE) --no-print-directory -s build 1>&2
 	@exec $(BIN)/cline-mcp $(ARGS)
 
 ## test: everything — unit, integration (real git, real processes, real MCP client), Docker e2e.
