@@ -185,7 +185,16 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	errTail.Flush()
 	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
 	if err != nil {
-		a.verdict = launchVerdict(err)
+		switch {
+		case ctx.Err() != nil:
+			// The cancel arrived while the run was being set up (a container being created).
+			a.verdict = cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
+		case deadline:
+			a.verdict = cline.Verdict{Kind: cline.KindTimeout,
+				Message: fmt.Sprintf("Cline could not be started within the %d s limit: %v", k.TimeoutSeconds, err)}
+		default:
+			a.verdict = launchVerdict(err)
+		}
 		return a
 	}
 	a.ran, a.exit = true, exit

@@ -69,8 +69,14 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		}
 	}
 
-	created, err := e.cli.ContainerCreate(ctx, opts)
+	// The create request does not follow ctx: a cancel in mid-request would leave the engine
+	// with a container whose id we never learned. After an error anyway (a timeout, a lost
+	// connection), whatever carries this run's label is removed.
+	cctx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	created, err := e.cli.ContainerCreate(cctx, opts)
+	cancelCreate()
 	if err != nil {
+		e.removeRun(ctx, runID)
 		return sandbox.Exit{}, e.launchError("docker create", runID, err)
 	}
 	id := created.ID
@@ -210,6 +216,22 @@ func (e *Executor) remove(ctx context.Context, id string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	_, _ = e.cli.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+}
+
+// removeRun force-removes every container labelled with this run's id (best effort).
+func (e *Executor) removeRun(ctx context.Context, runID string) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	list, err := e.cli.ContainerList(lctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelRun+"="+runID),
+	})
+	if err != nil {
+		return
+	}
+	for _, c := range list.Items {
+		e.remove(ctx, c.ID)
+	}
 }
 
 func (e *Executor) inspect(ctx context.Context, id string) (container.InspectResponse, error) {
