@@ -153,6 +153,11 @@ func TestLockDiscipline(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		launch(map[string]any{"prompt": fmt.Sprintf("go fake:slow?seconds=3&interval_ms=500&n=d%d", i)})
 	}
+	// The lock is FIFO: arrivals alternating default/override would rightly serialise
+	// everything, so the overrides arrive after the defaults are running.
+	if !eventually(30*time.Second, func() bool { return len(e.records()) >= 3 }) {
+		t.Fatalf("the default runs did not start together; got %d running", len(e.records()))
+	}
 	for i := 0; i < 2; i++ {
 		launch(map[string]any{"prompt": fmt.Sprintf("go fake:slow?seconds=3&interval_ms=500&n=o%d", i), "model": fmt.Sprintf("m-%d", i)})
 	}
