@@ -61,12 +61,9 @@ func Args(r Request) []string {
 		args = append(args, "-m", r.Model)
 	}
 	if r.SystemPrompt != "" {
-		sys := r.SystemPrompt
-		if strings.HasPrefix(sys, "-") {
-			// Like the prompt: a value starting with "-" could be read as the next option.
-			sys = " " + sys
-		}
-		args = append(args, "-s", sys)
+		// An option value may start with "-": the CLI's parser takes the next argument as the
+		// value (verified on 3.0.65 with `-s -sys` and `-m -weird`), unlike a positional prompt.
+		args = append(args, "-s", r.SystemPrompt)
 	}
 	if r.Cwd != "" {
 		args = append(args, "-c", r.Cwd)
