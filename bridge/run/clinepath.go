@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -53,6 +54,13 @@ func ClineResolver(flagPath string, getenv func(string) string, goos string) fun
 			}
 			return abs, nil
 		}
+		if goos == "windows" {
+			// npm on Windows installs a cline.cmd shim (a batch file run by cmd.exe); the
+			// platform binary beside it is what the bridge runs, so its Job Object holds Cline.
+			if p, ok := windowsNpmBinary(getenv("PATH")); ok {
+				return p, nil
+			}
+		}
 		// A dangling symlink on PATH is an update in progress, not a missing install.
 		for _, dir := range filepath.SplitList(getenv("PATH")) {
 			if dir == "" {
@@ -88,4 +96,33 @@ func checkExecutable(p, what string) (string, error) {
 		return "", &notFoundError{what: what, err: errors.New("is not executable (chmod +x it)")}
 	}
 	return abs, nil
+}
+
+// windowsNpmBinary finds the platform binary of an npm-installed Cline next to a cline.cmd shim
+// on PATH: <dir>/node_modules/cline/node_modules/@cline/cli-win32-<arch>/bin/cline.exe (or the
+// hoisted <dir>/node_modules/@cline/...). The package layout mirrors the Linux one recorded in
+// ../shared/cline-cli (cli-linux-x64); it is not verified on Windows.
+func windowsNpmBinary(path string) (string, bool) {
+	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
+	if arch == "" {
+		return "", false
+	}
+	pkg := filepath.Join("@cline", "cli-win32-"+arch, "bin", "cline.exe")
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(dir, "cline.cmd")); err != nil || st.IsDir() {
+			continue
+		}
+		for _, cand := range []string{
+			filepath.Join(dir, "node_modules", "cline", "node_modules", pkg),
+			filepath.Join(dir, "node_modules", pkg),
+		} {
+			if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() {
+				return cand, true
+			}
+		}
+	}
+	return "", false
 }
