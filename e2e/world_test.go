@@ -220,9 +220,7 @@ func (w *world) wire() string {
 
 func (w *world) writeProviders(s string) {
 	w.t.Helper()
-	if err := os.WriteFile(w.providers, []byte(s), 0o600); err != nil {
-		w.t.Fatal(err)
-	}
+	mcpsession.WriteSettings(w.t, w.providers, s)
 }
 
 func (w *world) readProviders() map[string]any {

@@ -15,9 +15,7 @@ import (
 
 func (e *env) writeProviders(s string) {
 	e.t.Helper()
-	if err := os.WriteFile(e.providers, []byte(s), 0o600); err != nil {
-		e.t.Fatal(err)
-	}
+	mcpsession.WriteSettings(e.t, e.providers, s)
 }
 
 func (e *env) readProviders() map[string]any {

@@ -51,34 +51,25 @@ func appendJSON(b []byte, v any) []byte {
 		}
 		return append(b, '}')
 	case []string:
-		b = append(b, '[')
-		for i, s := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, s)
-		}
-		return append(b, ']')
+		return appendArray(b, x, appendString)
 	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSON(b, e)
-		}
-		return append(b, ']')
+		return appendArray(b, x, appendJSON)
 	case []obj:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSON(b, e)
-		}
-		return append(b, ']')
+		return appendArray(b, x, func(b []byte, o obj) []byte { return appendJSON(b, o) })
 	}
 	panic("appendJSON: unsupported type")
+}
+
+// appendArray writes xs as a JSON array, each element with enc.
+func appendArray[T any](b []byte, xs []T, enc func([]byte, T) []byte) []byte {
+	b = append(b, '[')
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = enc(b, x)
+	}
+	return append(b, ']')
 }
 
 const hexDigits = "0123456789abcdef"

@@ -110,3 +110,11 @@ func ReadJSON(t testing.TB, path string) map[string]any {
 	}
 	return m
 }
+
+// WriteSettings writes a providers.json with the mode the CLI gives it (0600).
+func WriteSettings(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
