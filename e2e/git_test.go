@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -240,11 +239,4 @@ func overrideRestore(t *testing.T, w *world) {
 	if st, err := os.Stat(w.providers); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("providers.json mode: %v %v, want 0600", st.Mode().Perm(), err)
 	}
-}
-
-func fileUID(st os.FileInfo) int {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid)
-	}
-	return -1
 }

@@ -115,7 +115,7 @@ func buildFakeImage() error {
 	if err := copyFile(filepath.Join(root, "images", "fake-cline", "Dockerfile"), filepath.Join(ctxDir, "Dockerfile"), 0o644); err != nil {
 		return err
 	}
-	if err := copyFile(bins.FakeCline, filepath.Join(ctxDir, "fake-cline"), 0o755); err != nil {
+	if err := copyFile(bins.ImageFake, filepath.Join(ctxDir, "fake-cline"), 0o755); err != nil {
 		return err
 	}
 	provider, err := testcontainers.NewDockerProvider()

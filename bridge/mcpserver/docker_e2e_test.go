@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -154,7 +153,7 @@ func TestDockerApplyEditsAndOwnership(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != os.Getuid() {
+	if uid := fileUID(st); uid != os.Getuid() {
 		t.Errorf("file created in the container is owned by uid %d, want the caller's %d", uid, os.Getuid())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -262,9 +261,7 @@ func TestCrashLeftoverWorktreeSweptAtStart(t *testing.T) {
 	leftover := e.hangingWorkspaceRun().Cwd
 	_ = e.sess.Cmd.Process.Kill()
 	<-e.sess.Exited()
-	if pg := e.records()[0].PGID; pg > 1 && pg != syscall.Getpgrp() {
-		_ = syscall.Kill(-pg, syscall.SIGKILL)
-	}
+	killGroup(e.records()[0].PGID)
 	if len(worktreeList(t, e.work)) != 2 {
 		t.Fatalf("no leftover worktree after the crash: %v", worktreeList(t, e.work))
 	}

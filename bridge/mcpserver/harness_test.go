@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -202,12 +201,6 @@ func wantOK(t *testing.T, res *mcp.CallToolResult, sc map[string]any) {
 	if res.IsError || sc["ok"] != true {
 		t.Fatalf("got failure %s: %s", str(sc, "kind"), str(sc, "message"))
 	}
-}
-
-// alive reports whether pid still exists (zombies of other parents count as gone here only
-// when reaped, which init does quickly).
-func alive(pid int) bool {
-	return syscall.Kill(pid, 0) == nil
 }
 
 // eventually polls cond up to d.

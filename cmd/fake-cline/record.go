@@ -5,7 +5,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -30,7 +29,7 @@ func writeRecord(r recordInfo) {
 		return
 	}
 	cwd, _ := os.Getwd()
-	pgid, _ := syscall.Getpgid(0)
+	pgid := processGroup()
 	var keys []string
 	env := obj{}
 	for _, e := range os.Environ() {

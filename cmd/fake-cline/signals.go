@@ -67,11 +67,3 @@ func (s *signals) blockForever() {
 		time.Sleep(time.Hour)
 	}
 }
-
-// selfTerminate restores the default SIGTERM action and sends SIGTERM to this process.
-func selfTerminate() {
-	signal.Reset(syscall.SIGTERM)
-	_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	time.Sleep(5 * time.Second)
-	os.Exit(143)
-}

@@ -45,7 +45,7 @@ func BuildFakeImage(b Binaries) error {
 	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), df, 0o644); err != nil {
 		return err
 	}
-	bin, err := os.ReadFile(b.FakeCline)
+	bin, err := os.ReadFile(b.ImageFake)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ type Binaries struct {
 	Dir       string
 	ClineMCP  string
 	FakeCline string
+	// ImageFake is the fake CLI built for the images: GOOS=linux and the Docker engine's
+	// architecture (the same file as FakeCline on a Linux host of that architecture).
+	ImageFake string
 }
 
 var (
@@ -48,16 +51,40 @@ func Build(dir string) (Binaries, error) {
 		}
 		built = Binaries{Dir: dir, ClineMCP: filepath.Join(dir, "cline-mcp"), FakeCline: filepath.Join(dir, "fake-cline")}
 		for out, pkg := range map[string]string{built.ClineMCP: "./cmd/cline-mcp", built.FakeCline: "./cmd/fake-cline"} {
-			cmd := exec.Command("go", "build", "-o", out, pkg)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+			if buildErr = goBuild(root, out, pkg); buildErr != nil {
 				return
 			}
 		}
+		built.ImageFake = built.FakeCline
+		if arch := EngineArch(); runtime.GOOS != "linux" || arch != runtime.GOARCH {
+			built.ImageFake = filepath.Join(dir, "fake-cline-linux-"+arch)
+			buildErr = goBuild(root, built.ImageFake, "./cmd/fake-cline", "GOOS=linux", "GOARCH="+arch)
+		}
 	})
 	return built, buildErr
+}
+
+// goBuild compiles pkg statically into out, with env added to the environment.
+func goBuild(root, out, pkg string, env ...string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// EngineArch is the Docker engine's architecture (GOARCH spelling), or the host's when no engine
+// answers. Images get binaries of this architecture, whatever the host runs.
+func EngineArch() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Arch}}").Output()
+	if arch := strings.TrimSpace(string(out)); err == nil && arch != "" {
+		return arch
+	}
+	return runtime.GOARCH
 }
 
 func moduleRoot() (string, error) {

@@ -101,7 +101,12 @@ func buildProbeImage(ctx context.Context, cli *client.Client) error {
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "probe")
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./testdata/probe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	v, err := cli.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return err
+	}
+	// The image runs on the engine: Linux, the engine's architecture, whatever the host is.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+v.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build probe: %w\n%s", err, out)
 	}

@@ -1,8 +1,6 @@
 package docker
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"strconv"
 )
@@ -15,19 +13,4 @@ func procStartTicks(pid int) (uint64, error) {
 		return 0, err
 	}
 	return parseStatStart(b)
-}
-
-// parseStatStart reads field 22 of a /proc/<pid>/stat line. The command name (field 2) is in
-// parentheses and may contain spaces and parentheses, so fields are counted after the last ')'.
-func parseStatStart(stat []byte) (uint64, error) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("proc stat: no command field")
-	}
-	fields := bytes.Fields(stat[i+1:])
-	// fields[0] is field 3 (state); field 22 is fields[19].
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("proc stat: %d fields after the command", len(fields))
-	}
-	return strconv.ParseUint(string(fields[19]), 10, 64)
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -427,9 +426,9 @@ func wantOwner(t *testing.T, p string, uid, gid int) {
 	if err != nil {
 		t.Fatalf("stat: %v", err)
 	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if int(st.Uid) != uid || int(st.Gid) != gid {
-		t.Errorf("got %s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, uid, gid)
+	gotUID, gotGID, ok := fileOwner(fi)
+	if ok && (gotUID != uid || gotGID != gid) {
+		t.Errorf("got %s owned by %d:%d, want %d:%d", p, gotUID, gotGID, uid, gid)
 	}
 }
 

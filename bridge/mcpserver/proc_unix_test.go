@@ -1,0 +1,27 @@
+//go:build unix
+
+package mcpserver_test
+
+import (
+	"os"
+	"syscall"
+)
+
+// killGroup SIGKILLs process group pg unless it is ours or not a real group.
+func killGroup(pg int) {
+	if pg > 1 && pg != syscall.Getpgrp() {
+		_ = syscall.Kill(-pg, syscall.SIGKILL)
+	}
+}
+
+// alive reports whether pid still exists (zombies of other parents count as gone here only
+// when reaped, which init does quickly).
+func alive(pid int) bool { return pid > 1 && syscall.Kill(pid, 0) == nil }
+
+// fileUID is the owner of a file.
+func fileUID(st os.FileInfo) int {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid)
+	}
+	return -1
+}
