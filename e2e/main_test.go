@@ -24,9 +24,10 @@ import (
 
 // fakeImage is the fake CLI image this suite builds with testcontainers-go. Its own tag keeps
 // its containers apart from those of other packages' tests running at the same time.
-const (
-	fakeRepo  = "cline-mcp/fake-cline"
-	fakeTag   = "e2e"
+const fakeRepo = "cline-mcp/fake-cline"
+
+var (
+	fakeTag   = mcpsession.TestTag("e2e")
 	fakeImage = fakeRepo + ":" + fakeTag
 )
 

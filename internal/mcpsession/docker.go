@@ -14,7 +14,16 @@ import (
 
 // FakeImage is the tag tests build the fake CLI image under (the Makefile's image-fake builds
 // cline-mcp/fake-cline:latest from the same Dockerfile).
-const FakeImage = "cline-mcp/fake-cline:test"
+var FakeImage = "cline-mcp/fake-cline:" + TestTag("test")
+
+// TestTag is the tag suffix of images the tests build: CLINE_MCP_TEST_TAG when set (so two
+// checkouts testing against one engine at once do not overwrite each other's images), else def.
+func TestTag(def string) string {
+	if t := os.Getenv("CLINE_MCP_TEST_TAG"); t != "" {
+		return def + "-" + t
+	}
+	return def
+}
 
 // DockerAvailable reports whether a Docker engine answers.
 func DockerAvailable() error {
@@ -112,7 +121,7 @@ func ServerContainers() ([]string, error) {
 
 // FakeImageGit is FakeImage plus the host's git binary and the shared libraries it needs, so
 // tests can prove git works (or is stopped) inside the sandbox. The real image has git.
-const FakeImageGit = FakeImage + "-git"
+var FakeImageGit = FakeImage + "-git"
 
 // BuildFakeImageWithGit layers /usr/bin/git (found with ldd) onto FakeImage.
 func BuildFakeImageWithGit() error {

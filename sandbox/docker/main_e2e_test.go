@@ -24,7 +24,8 @@ import (
 )
 
 // testImage is built once by TestMain from testdata/probe.
-const testImage = "cline-mcp/docker-test:probe"
+// testImage is per checkout when CLINE_MCP_TEST_TAG is set (two checkouts sharing an engine).
+var testImage = "cline-mcp/docker-test:probe" + os.Getenv("CLINE_MCP_TEST_TAG")
 
 // probePath is the probe's path inside testImage.
 const probePath = "/usr/local/bin/probe"
