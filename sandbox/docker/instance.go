@@ -1,8 +1,6 @@
 package docker
 
 import (
-	cerrdefs "github.com/containerd/errdefs"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,21 +8,22 @@ import (
 	"strconv"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 // InstanceID identifies this server process across the machine: "<hostname>-<pid>-<start>",
-// where start is the process start time in clock ticks since boot (field 22 of
-// /proc/self/stat), or 0 where that is unknown. Pid plus start time tells a live process from a
-// later one that reused its pid.
+// where start is the process start time from sandbox/proc (Linux, macOS and Windows), or 0 where
+// that is unknown. Pid plus start time tells a live process from a later one that reused its pid.
 func InstanceID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown"
 	}
 	pid := os.Getpid()
-	start, _ := procStartTicks(pid)
-	return formatInstance(host, pid, start)
+	return formatInstance(host, pid, proc.Self())
 }
 
 func formatInstance(host string, pid int, start uint64) string {
@@ -69,20 +68,14 @@ func cutLast(s, sep string) (before, after string, ok bool) {
 
 // dead reports whether the instance id names a process of this host that provably no longer
 // runs: no such pid, or a pid with another start time. Anything it cannot judge — another
-// host, an unparsable id, a start time of 0, no /proc — counts as alive.
+// host (a remote engine shared by several machines), an unparsable id, a start time of 0 —
+// counts as alive.
 func dead(id, host string) bool {
 	in, ok := parseInstance(id)
-	if !ok || in.host != host || in.start == 0 {
+	if !ok || in.host != host {
 		return false
 	}
-	start, err := procStartTicks(in.pid)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return true
-	case err != nil:
-		return false
-	}
-	return start != in.start
+	return proc.Gone(in.pid, in.start)
 }
 
 // Sweep removes the containers left behind by dead server instances: those labelled

@@ -1,4 +1,4 @@
-package docker
+package proc
 
 import (
 	"bytes"
@@ -6,8 +6,9 @@ import (
 	"strconv"
 )
 
-// parseStatStart reads field 22 of a /proc/<pid>/stat line. The command name (field 2) is in
-// parentheses and may contain spaces and parentheses, so fields are counted after the last ')'.
+// parseStatStart reads field 22 (starttime) of a /proc/<pid>/stat line. The command name
+// (field 2) is in parentheses and may contain spaces and parentheses, so fields are counted after
+// the last ')'. It is portable so its tests run everywhere.
 func parseStatStart(stat []byte) (uint64, error) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {

@@ -1,0 +1,102 @@
+package proc
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"testing"
+)
+
+// TestMain doubles as the child of TestExitedChildIsGone: it waits for stdin to close.
+func TestMain(m *testing.M) {
+	if os.Getenv("PROC_TEST_CHILD") == "1" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseStatStart(t *testing.T) {
+	line := "4242 (we ird) (name)) S 1 4242 4242 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1000 10 rest\n"
+	got, err := parseStatStart([]byte(line))
+	if err != nil || got != 987654 {
+		t.Errorf("got %d %v, want 987654", got, err)
+	}
+	for _, bad := range []string{"1 (x) S 1 2", "no command field", ""} {
+		if _, err := parseStatStart([]byte(bad)); err == nil {
+			t.Errorf("parseStatStart(%q): got no error, want one", bad)
+		}
+	}
+}
+
+func supported(t *testing.T) {
+	switch runtime.GOOS {
+	case "linux", "darwin", "windows":
+	default:
+		t.Skipf("!!! SKIPPED: no process start times on %s", runtime.GOOS)
+	}
+}
+
+func TestSelfIsStableAndNonZero(t *testing.T) {
+	supported(t)
+	a, err := StartTime(os.Getpid())
+	if err != nil || a == 0 {
+		t.Fatalf("StartTime(self): got %d %v, want a non-zero time", a, err)
+	}
+	if b := Self(); b != a {
+		t.Errorf("Self() = %d, want %d (a start time never changes)", b, a)
+	}
+	if Gone(os.Getpid(), a) {
+		t.Error("Gone(self) = true, want false")
+	}
+	if !Gone(os.Getpid(), a+1) {
+		t.Error("Gone(self pid, other start) = false, want true: that pid now names another process")
+	}
+}
+
+// A child that exited and was reaped is gone; its pid is not reused that fast.
+func TestExitedChildIsGone(t *testing.T) {
+	supported(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "PROC_TEST_CHILD=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	start, err := StartTime(pid)
+	if err != nil || start == 0 {
+		t.Fatalf("StartTime(child): got %d %v", start, err)
+	}
+	if Gone(pid, start) {
+		t.Error("Gone(running child) = true, want false")
+	}
+	_ = stdin.Close()
+	_ = cmd.Wait()
+	if _, err := StartTime(pid); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("StartTime(reaped child): got %v, want os.ErrNotExist", err)
+	}
+	if !Gone(pid, start) {
+		t.Error("Gone(reaped child) = false, want true")
+	}
+}
+
+func TestUnjudgeableCountsAsAlive(t *testing.T) {
+	for _, tt := range []struct {
+		pid   int
+		start uint64
+	}{{0, 5}, {-3, 5}, {os.Getpid(), 0}} {
+		if Gone(tt.pid, tt.start) {
+			t.Errorf("Gone(%d, %d) = true, want false", tt.pid, tt.start)
+		}
+	}
+}
