@@ -147,8 +147,12 @@ func (k *call) do(ctx context.Context) Result {
 		return k.fail(cline.KindCancelled, "the call was cancelled before it started", false)
 	}
 	if k.iso == sandbox.IsolationDocker && k.r.cfg.Docker == nil {
+		hint := "start the Docker engine and build the image with `make image` — or `make image-fake` for tests"
+		if le := (*sandbox.LaunchError)(nil); errors.As(k.r.cfg.DockerErr, &le) && le.Hint != "" {
+			hint = le.Hint
+		}
 		return k.fail(cline.KindLaunchFailed, "Docker isolation was requested but is unavailable: "+errText(k.r.cfg.DockerErr)+
-			" (start the Docker engine and build the image with `make image` — or `make image-fake` for tests; the server never falls back to the host)", false)
+			" ("+hint+"; the server never falls back to the host)", false)
 	}
 	private, err := os.MkdirTemp(k.r.cfg.TempDir, "cline-mcp-call-")
 	if err != nil {

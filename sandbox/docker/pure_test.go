@@ -92,6 +92,22 @@ func TestInstanceLiveness(t *testing.T) {
 	}
 }
 
+func TestParseUserNeverNegative(t *testing.T) {
+	orig := callerIDs
+	t.Cleanup(func() { callerIDs = orig })
+	callerIDs = func() (int, int) { return -1, -1 } // what os.Getuid/Getgid return on Windows
+	if u, err := parseUser(""); !errors.Is(err, errNoCallerIDs) {
+		t.Errorf("parseUser(\"\") on a platform without uids: got %v %v, want errNoCallerIDs", u, err)
+	}
+	e := &Executor{image: "x", network: "none", instance: "i"}
+	if _, err := e.createOptions(sandbox.Spec{Path: "/usr/local/bin/cline"}, "run"); !errors.Is(err, errNoCallerIDs) {
+		t.Errorf("createOptions without a uid: got %v, want errNoCallerIDs (no -1 may reach the engine)", err)
+	}
+	if u, err := parseUser("1000:1000"); err != nil || u.String() != "1000:1000" {
+		t.Errorf("an explicit user still works: got %v %v", u, err)
+	}
+}
+
 func TestParseUser(t *testing.T) {
 	tests := []struct {
 		in      string
