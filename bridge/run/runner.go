@@ -83,6 +83,11 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
 	}
+	// The private dirs are mounted into containers at their own paths; resolved once so a
+	// symlinked $TMPDIR (macOS: /var → /private/var) names the same place everywhere.
+	if r, err := filepath.EvalSymlinks(cfg.TempDir); err == nil {
+		cfg.TempDir = r
+	}
 	if cfg.DockerCline == "" {
 		cfg.DockerCline = "/usr/local/bin/cline"
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -50,7 +51,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	home, _ := os.UserHomeDir()
 	env := os.Environ()
 	git := &worktree.Git{}
-	wts := &worktree.Manager{Git: git, Root: cfg.worktreeRoot}
+	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot)}
 	store := &settings.Store{FS: afero.NewOsFs(), Path: settings.Path(os.Getenv, home)}
 	rc := run.Config{
 		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
@@ -110,4 +111,22 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 			_ = dock.Close()
 		}
 	}, nil
+}
+
+// worktreeRoot is --worktree-root, else $TMPDIR/cline-mcp-worktrees, with the existing part of the
+// path resolved through symlinks: worktrees are mounted into containers at their own paths, and
+// git reports them resolved (on macOS $TMPDIR lies under /var → /private/var).
+func worktreeRoot(flagValue string) string {
+	root := flagValue
+	if root == "" {
+		root = filepath.Join(os.TempDir(), worktree.DefaultRootName)
+	}
+	root, _ = filepath.Abs(root)
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		return r
+	}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(root)); err == nil {
+		return filepath.Join(parent, filepath.Base(root))
+	}
+	return root
 }
