@@ -23,10 +23,10 @@
 //
 // # Liveness and sweeping
 //
-// Each Executor has an instance id "<hostname>-<pid>-<start ticks>" (start ticks: field 22 of
-// /proc/<pid>/stat, so a reused pid is told apart). Sweep removes containers whose instance is on
-// this host and provably dead; containers of live instances, of other hosts, or whose liveness
-// cannot be judged (non-Linux) are kept.
+// Each Executor has an instance id "<hostname>-<pid>-<start>" (sandbox/proc: the start time
+// tells a reused pid apart, on Linux, macOS and Windows). Sweep removes containers whose instance
+// is on this host and provably dead; containers of live instances, of other hosts, or whose
+// liveness cannot be judged are kept.
 package docker
 
 import (

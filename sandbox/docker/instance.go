@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -14,69 +12,9 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
-// InstanceID identifies this server process across the machine: "<hostname>-<pid>-<start>",
-// where start is the process start time from sandbox/proc (Linux, macOS and Windows), or 0 where
-// that is unknown. Pid plus start time tells a live process from a later one that reused its pid.
-func InstanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	pid := os.Getpid()
-	return formatInstance(host, pid, proc.Self())
-}
-
-func formatInstance(host string, pid int, start uint64) string {
-	return host + "-" + strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
-}
-
-// instance is a parsed instance id.
-type instance struct {
-	host  string
-	pid   int
-	start uint64
-}
-
-// parseInstance splits an instance id from the right, since a hostname may contain dashes.
-func parseInstance(id string) (instance, bool) {
-	rest, startS, ok := cutLast(id, "-")
-	if !ok {
-		return instance{}, false
-	}
-	host, pidS, ok := cutLast(rest, "-")
-	if !ok || host == "" {
-		return instance{}, false
-	}
-	pid, err := strconv.Atoi(pidS)
-	if err != nil || pid <= 0 {
-		return instance{}, false
-	}
-	start, err := strconv.ParseUint(startS, 10, 64)
-	if err != nil {
-		return instance{}, false
-	}
-	return instance{host, pid, start}, true
-}
-
-func cutLast(s, sep string) (before, after string, ok bool) {
-	i := strings.LastIndex(s, sep)
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i], s[i+len(sep):], true
-}
-
-// dead reports whether the instance id names a process of this host that provably no longer
-// runs: no such pid, or a pid with another start time. Anything it cannot judge — another
-// host (a remote engine shared by several machines), an unparsable id, a start time of 0 —
-// counts as alive.
-func dead(id, host string) bool {
-	in, ok := parseInstance(id)
-	if !ok || in.host != host {
-		return false
-	}
-	return proc.Gone(in.pid, in.start)
-}
+// InstanceID identifies this server process across the machine: "<hostname>-<pid>-<start>"
+// (sandbox/proc). Pid plus start time tells a live process from a later one that reused its pid.
+func InstanceID() string { return proc.Self().String() }
 
 // Sweep removes the containers left behind by dead server instances: those labelled
 // LabelInstance whose instance ran on this host and is gone. Containers of live instances
@@ -97,7 +35,7 @@ func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 	var errs []error
 	for _, c := range list.Items {
 		inst := c.Labels[LabelInstance]
-		if inst == e.instance || !dead(inst, host) {
+		if inst == e.instance || !proc.DeadOnHost(inst, host) {
 			continue
 		}
 		_, rerr := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})

@@ -24,15 +24,6 @@ func StartTime(pid int) (uint64, error) {
 	return startTime(pid)
 }
 
-// Self is the start time of this process, or 0 where it is unknown.
-func Self() uint64 {
-	t, err := StartTime(os.Getpid())
-	if err != nil {
-		return 0
-	}
-	return t
-}
-
 // Gone reports whether the process pid that started at start provably no longer runs: no such
 // pid, or the pid now belongs to a process with another start time. Anything it cannot judge
 // (start 0, an unsupported platform, a permission error) counts as still running, so a sweeper

@@ -45,8 +45,8 @@ func TestSelfIsStableAndNonZero(t *testing.T) {
 	if err != nil || a == 0 {
 		t.Fatalf("StartTime(self): got %d %v, want a non-zero time", a, err)
 	}
-	if b := Self(); b != a {
-		t.Errorf("Self() = %d, want %d (a start time never changes)", b, a)
+	if b := Self().Start; b != a {
+		t.Errorf("Self().Start = %d, want %d (a start time never changes)", b, a)
 	}
 	if Gone(os.Getpid(), a) {
 		t.Error("Gone(self) = true, want false")
@@ -97,6 +97,55 @@ func TestUnjudgeableCountsAsAlive(t *testing.T) {
 	}{{0, 5}, {-3, 5}, {os.Getpid(), 0}} {
 		if Gone(tt.pid, tt.start) {
 			t.Errorf("Gone(%d, %d) = true, want false", tt.pid, tt.start)
+		}
+	}
+}
+
+func TestParseInstance(t *testing.T) {
+	tests := []struct {
+		id     string
+		want   Instance
+		wantOK bool
+	}{
+		{"vm-12-345", Instance{"vm", 12, 345}, true},
+		{"my-laptop.local-99-0", Instance{"my-laptop.local", 99, 0}, true},
+		{Instance{"a-b-c", 7, 8}.String(), Instance{"a-b-c", 7, 8}, true},
+		{"garbage", Instance{}, false},
+		{"host-x-1", Instance{}, false},
+		{"host-1-x", Instance{}, false},
+		{"-1-2", Instance{}, false},
+		{"host-0-2", Instance{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseInstance(tt.id)
+		if ok != tt.wantOK || got != tt.want {
+			t.Errorf("ParseInstance(%q): got %+v %v, want %+v %v", tt.id, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestInstanceLiveness(t *testing.T) {
+	supported(t)
+	host, _ := os.Hostname()
+	self := Self()
+	if self.PID != os.Getpid() || self.Start == 0 || self.Host != host {
+		t.Fatalf("Self: got %+v, want this host, pid and a start time", self)
+	}
+	tests := []struct {
+		name     string
+		id       string
+		wantDead bool
+	}{
+		{"this process", self.String(), false},
+		{"same pid, other start time (pid reused)", Instance{host, self.PID, self.Start + 1}.String(), true},
+		{"no such pid", Instance{host, 99999999, 5}.String(), true},
+		{"other host", Instance{host + "x", 99999999, 5}.String(), false},
+		{"unknown start time", Instance{host, 99999999, 0}.String(), false},
+		{"unparsable", "nonsense", false},
+	}
+	for _, tt := range tests {
+		if got := DeadOnHost(tt.id, host); got != tt.wantDead {
+			t.Errorf("%s: DeadOnHost(%q) = %v, want %v", tt.name, tt.id, got, tt.wantDead)
 		}
 	}
 }
