@@ -15,7 +15,9 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/host"
+	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -50,12 +52,14 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runner, func(), error) {
 	home, _ := os.UserHomeDir()
 	env := os.Environ()
+	life := startLifeline(cfg, log)
 	git := &worktree.Git{}
 	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot)}
 	store := &settings.Store{FS: afero.NewOsFs(), Path: settings.Path(os.Getenv, home)}
 	rc := run.Config{
 		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
-		Host:           host.New(),
+		Host:           &host.Executor{Track: life.TrackGroup},
+		TrackDir:       func(p string) func() { return life.Track(lifeline.Dir, p) },
 		DockerCline:    cfg.dockerCline,
 		DockerEnv:      cfg.dockerEnv,
 		Floor:          sandbox.Isolation(cfg.isolation),
@@ -75,7 +79,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		rc.Backoff = func() time.Duration { return b }
 	}
 	var sweepDocker func(context.Context) (int, error)
-	dock, derr := newDocker(cfg)
+	dock, derr := newDocker(cfg, docker.WithTrack(func(id string) func() { return life.Track(lifeline.Container, id) }))
 	if derr != nil {
 		rc.DockerErr = derr
 		log.Warn("docker isolation unavailable; calls that need it fail with launch_failed", "err", derr)
@@ -110,7 +114,31 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		if dock != nil {
 			_ = dock.Close()
 		}
+		if err := life.Close(10 * time.Second); err != nil {
+			log.Warn("lifeline", "err", err)
+		}
 	}, nil
+}
+
+// startLifeline starts the watchdog that ends this server's Cline processes and containers if
+// the server dies without cleaning up (SIGKILL, out of memory). Not on Windows, where each run's
+// Job Object already dies with the server (and Docker isolation is refused). Without it the
+// server still works; leftovers are then only swept by the next server's start.
+func startLifeline(cfg *config, log *slog.Logger) *lifeline.Lifeline {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		argv := append([]string{exe, watchdogCommand, "--instance", docker.InstanceID(), "--"}, cfg.args...)
+		var life *lifeline.Lifeline
+		if life, err = lifeline.Start(argv, watchdogEnv(os.Environ()), os.Stderr); err == nil {
+			log.Debug("lifeline watchdog started", "pid", life.Pid())
+			return life
+		}
+	}
+	log.Warn("no lifeline watchdog: if this server is killed, its Cline processes and containers run on until the next server start sweeps them", "err", err)
+	return nil
 }
 
 // worktreeRoot is --worktree-root, else $TMPDIR/cline-mcp-worktrees, with the existing part of the

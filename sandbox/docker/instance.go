@@ -21,21 +21,34 @@ func InstanceID() string { return proc.Self().String() }
 // (this one included) are never touched. It returns how many it removed; the error joins
 // every failure, after trying all candidates.
 func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
+	host, _ := os.Hostname()
+	return e.removeWhere(ctx, LabelInstance, func(inst string) bool {
+		return inst != e.instance && proc.DeadOnHost(inst, host)
+	})
+}
+
+// RemoveOwn force-removes every container of this executor's instance, running or not. The
+// lifeline's watchdog calls it (with WithInstanceID of the server) once the server is gone.
+func (e *Executor) RemoveOwn(ctx context.Context) (removed int, err error) {
+	return e.removeWhere(ctx, LabelInstance+"="+e.instance, func(string) bool { return true })
+}
+
+// removeWhere force-removes the containers matching the label filter whose instance label
+// passes pick. "Not found" and "removal already in progress" count as done by someone else.
+func (e *Executor) removeWhere(ctx context.Context, label string, pick func(instance string) bool) (removed int, err error) {
 	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", LabelInstance),
+		Filters: make(client.Filters).Add("label", label),
 	})
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return 0, engineError("container list", err)
 		}
-		return 0, fmt.Errorf("container list %s: %w", LabelInstance, err)
+		return 0, fmt.Errorf("container list %s: %w", label, err)
 	}
-	host, _ := os.Hostname()
 	var errs []error
 	for _, c := range list.Items {
-		inst := c.Labels[LabelInstance]
-		if inst == e.instance || !proc.DeadOnHost(inst, host) {
+		if !pick(c.Labels[LabelInstance]) {
 			continue
 		}
 		_, rerr := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})

@@ -56,6 +56,20 @@ func (g *pgroup) kill() {
 
 func (g *pgroup) close() {}
 
+func (g *pgroup) id() int { return g.pgid }
+
+// KillGroup sends SIGKILL to process group pgid (never to ours, never to a pid <= 1). The
+// lifeline's watchdog calls it for the runs of a server that died.
+func KillGroup(pgid int) error {
+	if pgid <= 1 || pgid == unix.Getpgrp() {
+		return fmt.Errorf("kill process group %d: refused", pgid)
+	}
+	if err := unix.Kill(-pgid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill process group %d: %w", pgid, err)
+	}
+	return nil
+}
+
 func (g *pgroup) exit(ps *os.ProcessState) sandbox.Exit {
 	if ps == nil {
 		return sandbox.Exit{Code: -1}
