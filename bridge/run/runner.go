@@ -61,6 +61,9 @@ type Config struct {
 	SettleGrace time.Duration
 	TempDir     string
 	Logger      *slog.Logger
+	// Instance is the server's instance id (sandbox/proc), put into every host run's environment
+	// as sandbox.InstanceEnv so a later server can end the runs of one that died.
+	Instance string
 	// TrackDir, when set, is told each call's private temp dir (it holds the settings copy, with
 	// keys) and untracked after its removal: sandbox/lifeline removes it if the server dies.
 	TrackDir func(path string) (untrack func())

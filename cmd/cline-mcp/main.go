@@ -95,6 +95,7 @@ Usage:
   cline-mcp doctor [flags]    check the Cline CLI, its settings, git and Docker; exit 1 on a required failure
   cline-mcp version           print the version
   cline-mcp help              this text
+  cline-mcp watchdog ...      internal: the lifeline watchdog serve starts (not for direct use)
 
 Flags:
 `)

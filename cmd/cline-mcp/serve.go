@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/spf13/afero"
@@ -18,6 +19,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/host"
 	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -62,6 +64,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		TrackDir:       func(p string) func() { return life.Track(lifeline.Dir, p) },
 		DockerCline:    cfg.dockerCline,
 		DockerEnv:      cfg.dockerEnv,
+		Instance:       docker.InstanceID(),
 		Floor:          sandbox.Isolation(cfg.isolation),
 		RetryIsolation: sandbox.Isolation(cfg.retryIsolation),
 		Env:            env,
@@ -100,6 +103,12 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		} else if len(removed) > 0 {
 			log.Info("removed worktrees left by a crashed server", "paths", removed)
 		}
+		hostname, _ := os.Hostname()
+		if killed, err := host.SweepOrphans(func(id string) bool { return proc.DeadOnHost(id, hostname) }); err != nil {
+			log.Warn("process sweep", "err", err)
+		} else if len(killed) > 0 {
+			log.Info("ended Cline processes left running by a crashed server", "pids", killed)
+		}
 		if sweepDocker != nil {
 			if n, err := sweepDocker(sweepCtx); err != nil {
 				log.Warn("container sweep", "err", err)
@@ -125,7 +134,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 // Job Object already dies with the server (and Docker isolation is refused). Without it the
 // server still works; leftovers are then only swept by the next server's start.
 func startLifeline(cfg *config, log *slog.Logger) *lifeline.Lifeline {
-	if runtime.GOOS == "windows" {
+	if runtime.GOOS == "windows" || slices.Contains(os.Environ(), watchdogEnvMark) {
 		return nil
 	}
 	exe, err := os.Executable()

@@ -97,10 +97,14 @@ func reap(left map[string][]string, log *slog.Logger, removeContainers func(cont
 		"processGroups", killed, "containers", containers, "dirs", len(left[lifeline.Dir]))
 }
 
+// watchdogEnvMark is set in the watchdog's environment; a server that finds it will not start
+// a watchdog of its own, so a misdirected re-exec can never recurse.
+const watchdogEnvMark = "CLINE_MCP_WATCHDOG=1"
+
 // watchdogEnv is the watchdog's environment: enough to find the Docker engine and a temp dir,
 // none of the server's secrets (API keys, tokens).
 func watchdogEnv(env []string) []string {
-	var out []string
+	out := []string{watchdogEnvMark}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {

@@ -87,3 +87,14 @@ func (g *pgroup) exit(ps *os.ProcessState) sandbox.Exit {
 
 // isBadFormat reports an exec format error (a file the kernel cannot run).
 func isBadFormat(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
+
+// killTree sends SIGKILL to pid's process group (unless it is ours) and to pid itself.
+func killTree(pid int) error {
+	if pgid, err := unix.Getpgid(pid); err == nil && pgid > 1 && pgid != unix.Getpgrp() {
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+	}
+	if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	return nil
+}

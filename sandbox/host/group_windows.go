@@ -159,3 +159,6 @@ func (g *jobGroup) id() int { return 0 }
 
 // KillGroup does nothing on Windows: there are no process groups to track (see id).
 func KillGroup(int) error { return nil }
+
+// killTree is never reached on Windows (SweepOrphans finds no environments there).
+func killTree(int) error { return nil }
