@@ -117,13 +117,18 @@ func (p *progress) sendLocked(msg string) {
 	p.out.progress(p.token, p.n, msg)
 }
 
-// Close queues a message still held back by the throttle, then stops the heartbeat; it runs
-// before the handler returns the result, and the wire writes in queue order, so the last
-// progress message precedes the result on the wire.
-func (p *progress) Close() {
+// Close ends progress for the request before the handler returns its result: a message still
+// held back by the throttle is sent (it often carries the answer's first words), the heartbeat
+// stops, and Close returns only once the last notification is at least quiet old (or ctx
+// ended). The
+// wire already writes the result after every notification; the pause keeps the two out of one
+// read on the client, because the TypeScript SDK (Claude Code, the MCP Inspector) handles a
+// notification a microtask later than a response that arrives with it, and then reports the
+// notification's token as unknown (modelcontextprotocol/typescript-sdk#2580).
+func (p *progress) Close(quiet time.Duration) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return
 	}
 	if p.timer != nil {
@@ -133,4 +138,15 @@ func (p *progress) Close() {
 		p.sendLocked(p.pending)
 	}
 	p.closed = true
+	wait := quiet - time.Since(p.last)
+	p.mu.Unlock()
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.ctx.Done():
+	}
 }

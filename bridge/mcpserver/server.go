@@ -40,6 +40,9 @@ type Options struct {
 	Heartbeat time.Duration
 	// Throttle is the shortest gap between event-driven progress notifications; default 500 ms.
 	Throttle time.Duration
+	// Quiet is the least time between a call's last progress notification and its result
+	// (see progress.Close); default 50 ms.
+	Quiet time.Duration
 	Logger   *slog.Logger
 }
 
@@ -68,6 +71,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Throttle <= 0 {
 		opts.Throttle = 500 * time.Millisecond
+	}
+	if opts.Quiet <= 0 {
+		opts.Quiet = 50 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -138,7 +144,7 @@ func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 		p := newProgress(ctx, out, token, s.opts.Throttle, s.opts.Heartbeat)
 		start := time.Now()
 		res := s.opts.Runner.Do(ctx, call, p.Report)
-		p.Close()
+		p.Close(s.opts.Quiet)
 		attrs := []any{"ok", res.OK, "kind", res.Kind, "attempts", res.Attempts,
 			"isolation", string(res.Isolation), "seconds", time.Since(start).Seconds()}
 		if !res.OK {
