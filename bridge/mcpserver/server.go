@@ -42,8 +42,8 @@ type Options struct {
 	Throttle time.Duration
 	// Quiet is the least time between a call's last progress notification and its result
 	// (see progress.Close); default 50 ms.
-	Quiet time.Duration
-	Logger   *slog.Logger
+	Quiet  time.Duration
+	Logger *slog.Logger
 }
 
 // Server is the stdio MCP server.
