@@ -53,8 +53,9 @@ type tsCall struct {
 }
 
 // TestTypeScriptSDKClient drives the built server with the official TypeScript SDK: tools are
-// listed with output schemas, progress arrives through onprogress, and every result — failures
-// included — satisfies the tool's outputSchema (the SDK validates isError results too).
+// listed with output schemas, progress arrives through onprogress, every result — failures
+// included — satisfies the tool's outputSchema (the SDK validates isError results too), and the
+// SDK reports no protocol error (such as progress for a request that was already answered).
 func TestTypeScriptSDKClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err == nil {
@@ -103,7 +104,10 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			HasOutputSchema bool   `json:"hasOutputSchema"`
 			ReadOnly        *bool  `json:"readOnly"`
 		} `json:"tools"`
-		Calls []tsCall `json:"calls"`
+		Calls         []tsCall `json:"calls"`
+		QuickCalls    int      `json:"quickCalls"`
+		QuickProgress int      `json:"quickProgress"`
+		ClientErrors  []string `json:"clientErrors"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 		t.Fatalf("summary %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
@@ -150,6 +154,13 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		if c.IsError != w.isError || str(c.Structured, "kind") != w.kind {
 			t.Errorf("%s: got isError %v kind %q, want %v %q", c.Label, c.IsError, str(c.Structured, "kind"), w.isError, w.kind)
 		}
+	}
+	// No notification after its result, no response to an unknown id: the SDK saw no fault.
+	for _, e := range sum.ClientErrors {
+		t.Errorf("the TypeScript SDK reported a protocol error: %s", e)
+	}
+	if sum.QuickCalls != 10 || sum.QuickProgress < 10 {
+		t.Errorf("got %d short calls with %d progress notifications, want 10 calls with >= 10", sum.QuickCalls, sum.QuickProgress)
 	}
 	first := sum.Calls[0]
 	if first.ProgressCount == 0 {
