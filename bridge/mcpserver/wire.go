@@ -51,6 +51,8 @@ type wire struct {
 	requests map[string]*request // in flight, by JSON-RPC id
 	tokens   map[string]*request // in flight with a progress token, by token
 	done     chan struct{}       // closed when the writer has stopped
+
+	sent, dropped, withheld int // progress queued, progress dropped, responses withheld
 }
 
 // outgoing is one line for stdout; written receives the write's error for responses (nil
@@ -117,6 +119,10 @@ func (w *wire) close() {
 	w.cond.Signal()
 	w.mu.Unlock()
 	<-w.done
+	w.mu.Lock()
+	sent, dropped, withheld := w.sent, w.dropped, w.withheld
+	w.mu.Unlock()
+	w.log.Debug("stdio wire closed", "progressSent", sent, "progressDropped", dropped, "responsesWithheld", withheld)
 }
 
 // Write takes mcp-go's output (responses, and whatever else mcp-go writes) and returns after
@@ -172,6 +178,7 @@ func (w *wire) admitLocked(line []byte) bool {
 	}
 	w.retireLocked(r)
 	if r.cancelled {
+		w.withheld++
 		w.log.Info("response withheld: the client cancelled the request", "id", r.rawID)
 		return false
 	}
@@ -212,8 +219,10 @@ func (w *wire) progress(token mcp.ProgressToken, n int, msg string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.tokens[key] == nil || w.notes >= maxQueuedNotifications {
+		w.dropped++
 		return false
 	}
+	w.sent++
 	w.pushLocked(outgoing{line: append(line, '\n')})
 	return true
 }
