@@ -79,13 +79,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			t.Errorf("leak: %s", left)
 		}
 	})
-	envMap := map[string]string{}
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
 	argsJSON, _ := json.Marshal(args)
-	envJSON, _ := json.Marshal(envMap)
+	envJSON, _ := json.Marshal(envMap(environ))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"))
@@ -172,4 +167,14 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(repo, "ts.txt")); string(b) != "from-ts" {
 		t.Errorf("apply_cline_edits via the TS client did not edit the checkout: %q", b)
 	}
+}
+
+// envMap turns KEY=value entries into the object MCP client configurations take.
+func envMap(environ []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }
