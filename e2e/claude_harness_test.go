@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/internal/netns"
+	"github.com/cline-mcp/cline-mcp/internal/npmcache"
 )
 
 // claudeCodeVersion is the Claude Code release the suite runs (npm @anthropic-ai/claude-code).
@@ -54,63 +55,23 @@ func claudeCode(t *testing.T) string {
 	return claudeInstall.bin
 }
 
-// claudeCacheDir is ${XDG_CACHE_HOME:-$HOME/.cache}/cline-mcp/claude-code-<version>, never
-// inside the repository.
-func claudeCacheDir() (string, error) {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory: %w", err)
-	}
-	return filepath.Join(base, "cline-mcp", "claude-code-"+claudeCodeVersion), nil
-}
-
-// installClaudeCode finds the native binary npm installed (the platform package, so it works
-// whether or not npm ran the wrapper's postinstall), installing it into the cache when missing:
-// into a sibling directory renamed into place only after `claude --version` answered.
+// installClaudeCode finds the native binary npm installed into
+// ${XDG_CACHE_HOME:-$HOME/.cache}/cline-mcp/claude-code-<version> (never inside the repository),
+// installing it there when missing.
 func installClaudeCode(ctx context.Context) (string, error) {
 	if bin := os.Getenv(envClaudeCode); bin != "" {
 		return bin, checkClaudeVersion(ctx, bin)
 	}
-	dir, err := claudeCacheDir()
+	dir, err := npmcache.Dir("claude-code-" + claudeCodeVersion)
 	if err != nil {
 		return "", err
 	}
-	if bin, err := claudeBinary(ctx, dir); err == nil {
-		return bin, nil
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return "", fmt.Errorf("npm is not on PATH: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".partial-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", tmp, "--prefer-offline", "--save-exact", "--no-audit",
-		"--no-fund", "--loglevel=error", "--fetch-retries=1", "@anthropic-ai/claude-code@"+claudeCodeVersion)
-	cmd.Env = append(os.Environ(), "DISABLE_AUTOUPDATER=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("npm install @anthropic-ai/claude-code@%s: %v\n%s", claudeCodeVersion, err, tail(string(out), 2000))
-	}
-	if _, err := claudeBinary(ctx, tmp); err != nil {
-		return "", fmt.Errorf("after npm install: %w", err)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return "", err
-	}
-	return claudeBinary(ctx, dir)
+	return npmcache.Install(ctx, dir, "@anthropic-ai/claude-code@"+claudeCodeVersion, []string{"DISABLE_AUTOUPDATER=1"}, claudeBinary)
 }
 
 // claudeBinary is the native claude of the platform package npm chose
-// (node_modules/@anthropic-ai/claude-code-<os>-<arch>[-musl]/claude), checked with --version.
+// (node_modules/@anthropic-ai/claude-code-<os>-<arch>[-musl]/claude), checked with --version:
+// it works whether or not npm ran the wrapper package's postinstall.
 func claudeBinary(ctx context.Context, prefix string) (string, error) {
 	m, _ := filepath.Glob(filepath.Join(prefix, "node_modules", "@anthropic-ai", "claude-code-*", "claude"))
 	if len(m) != 1 {
