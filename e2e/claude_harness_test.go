@@ -126,6 +126,8 @@ type claudeRun struct {
 	debug  string           // --debug-file
 	stderr string
 	err    error // of the claude process
+
+	interrupted bool // SIGINT was sent (runOpts.interruptWhen)
 }
 
 // runOpts are the knobs of one session.
@@ -133,6 +135,9 @@ type runOpts struct {
 	calls    []toolUse
 	truncate bool     // make Claude Code fall back to non-streaming requests
 	env      []string // extra environment for Claude Code (MCP_TOOL_TIMEOUT=…)
+	// interruptWhen, when set, is polled while Claude Code runs; once true, Claude Code gets
+	// SIGINT (a user's Ctrl-C).
+	interruptWhen func() bool
 }
 
 // run starts Claude Code headless in a private network namespace, with the fake Anthropic API
@@ -171,7 +176,17 @@ func (c *claudeWorld) run(o runOpts) *claudeRun {
 		cmd := exec.CommandContext(ctx, c.bin, argv...)
 		cmd.Dir, cmd.Env = c.work, append(env, "ANTHROPIC_BASE_URL="+api.URL())
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		r.err = cmd.Run() // on this thread: the process lives in the namespace
+		if err := cmd.Start(); err != nil { // on this thread: the process lives in the namespace
+			return err
+		}
+		if o.interruptWhen != nil {
+			go func() {
+				if eventually(time.Minute, o.interruptWhen) {
+					r.interrupted = cmd.Process.Signal(os.Interrupt) == nil
+				}
+			}()
+		}
+		r.err = cmd.Wait()
 		return nil
 	})
 	if err != nil {
@@ -216,6 +231,12 @@ func (r *claudeRun) wantClean(t *testing.T) {
 	if res := r.result(); res == nil || res["is_error"] == true {
 		t.Errorf("no successful result event: %v", res)
 	}
+	r.wantNoFaults(t)
+}
+
+// wantNoFaults asserts the server connected and Claude Code's debug log has no MCP protocol fault.
+func (r *claudeRun) wantNoFaults(t *testing.T) {
+	t.Helper()
 	if faults := protocolFaults.FindAllString(r.debug, 10); len(faults) > 0 {
 		t.Errorf("Claude Code's debug log reports MCP protocol faults:\n%s", strings.Join(faults, "\n"))
 	}

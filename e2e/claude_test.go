@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,6 +29,7 @@ func TestClaudeCode(t *testing.T) {
 	t.Run("failures reach the model as is_error with the kind", claudeFailures)
 	t.Run("a long call with progress completes", claudeLongCall)
 	t.Run("MCP_TOOL_TIMEOUT cancels the run", claudeToolTimeout)
+	t.Run("Ctrl-C during a call leaves nothing running", claudeInterrupted)
 }
 
 // intactAnswer has what a careless bridge would mangle: non-ASCII, both quotes, backslashes,
@@ -197,6 +199,39 @@ func claudeToolTimeout(t *testing.T) {
 	log := c.log()
 	for _, want := range []string{"the client cancelled a request", "kind=cancelled", "response withheld"} {
 		if !strings.Contains(log, want) {
+			t.Errorf("the server log lacks %q", want)
+		}
+	}
+}
+
+// claudeInterrupted: the user interrupts Claude Code (SIGINT) while a call runs. Claude Code
+// cancels the call and stops the server; the server stops Cline and withholds the response;
+// nothing of the session survives (the world's leak check runs after Claude Code exited).
+func claudeInterrupted(t *testing.T) {
+	c := newClaudeWorld(t, worldOpts{})
+	r := c.run(runOpts{
+		calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{"prompt": "Wait fake:hang", "cwd": c.work}}},
+		interruptWhen: func() bool { // the fake Cline records its start first thing
+			st, err := os.Stat(c.record)
+			return err == nil && st.Size() > 0
+		},
+	})
+	if !r.interrupted {
+		t.Fatal("Cline never started, so Claude Code was not interrupted")
+	}
+	r.wantNoFaults(t)
+	recs := c.records()
+	if len(recs) != 1 {
+		t.Fatalf("got %d Cline runs, want 1", len(recs))
+	}
+	if err := syscall.Kill(recs[0].PID, 0); err == nil {
+		t.Errorf("the Cline process %d outlived Claude Code", recs[0].PID)
+	}
+	t.Logf("claude exit: %v; server log:\n%s", r.err, c.log())
+	// Claude Code signals the server and aborts the call at the same moment: the server sees the
+	// signal or the cancel first, withholds the answer either way.
+	for _, want := range []string{"kind=cancelled", "response withheld", "stdio session closed"} {
+		if !strings.Contains(c.log(), want) {
 			t.Errorf("the server log lacks %q", want)
 		}
 	}

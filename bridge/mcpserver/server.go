@@ -107,12 +107,13 @@ func New(opts Options) *Server {
 
 // Serve speaks MCP over in/out until in reaches EOF or ctx ends. Calls still running then are
 // cancelled and finish their cleanup (processes, containers, worktrees, settings) before Serve
-// returns; their results (kind cancelled) are still written. Nothing but JSON-RPC is ever
-// written to out, in an order the spec allows: no notification for a request after its
-// response, and no response to a request the client cancelled (see wire). Serve runs once per
-// Server.
+// returns. After EOF their results (kind cancelled) are still written; after ctx ended (the
+// server got a signal, in practice from the client that is going away) they are not. Nothing but
+// JSON-RPC is ever written to out, in an order the spec allows: no notification for a request
+// after its response, and no response to a request the client cancelled (see wire). Serve runs
+// once per Server.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := newWire(out, s.opts.Logger)
+	w := newWire(out, s.opts.Logger, func() bool { return ctx.Err() != nil })
 	if !s.wire.CompareAndSwap(nil, w) {
 		w.close()
 		return errors.New("mcpserver: Serve called twice")

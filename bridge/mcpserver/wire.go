@@ -35,12 +35,20 @@ var errCancelledBeforeStart = errors.New("request cancelled by the client before
 //     (mcp-go reads through it), marks the request, and the response mcp-go writes for it later
 //     is dropped and logged instead.
 //
+// Once stopped reports true (the server got SIGINT or SIGTERM) responses and progress for
+// requests still in flight are withheld too: the signal almost always comes from the client
+// itself — Claude Code sends SIGINT to its server when it exits or the user interrupts it, and
+// aborts its calls at the same moment; it reports an answer it no longer waits for as "a
+// response for an unknown message ID". (After stdin closes, mcp-go cancels the calls but the
+// client may still read: those are answered.)
+//
 // It relies on mcp-go writing each message as one line ending in '\n' (it does:
 // StdioServer.writeResponse); partial writes are buffered until the newline. Safe for concurrent
 // use. close flushes what is queued and stops the writer; the wire is not reusable.
 type wire struct {
-	out io.Writer
-	log *slog.Logger
+	out     io.Writer
+	log     *slog.Logger
+	stopped func() bool
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signals the writer: queue grew or closed
@@ -70,8 +78,8 @@ type request struct {
 	cancelled bool   // notifications/cancelled arrived for it
 }
 
-func newWire(out io.Writer, log *slog.Logger) *wire {
-	w := &wire{out: out, log: log, requests: map[string]*request{}, tokens: map[string]*request{}, done: make(chan struct{})}
+func newWire(out io.Writer, log *slog.Logger, stopped func() bool) *wire {
+	w := &wire{out: out, log: log, stopped: stopped, requests: map[string]*request{}, tokens: map[string]*request{}, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -177,12 +185,16 @@ func (w *wire) admitLocked(line []byte) bool {
 		return true
 	}
 	w.retireLocked(r)
-	if r.cancelled {
-		w.withheld++
+	switch {
+	case r.cancelled:
 		w.log.Info("response withheld: the client cancelled the request", "id", r.rawID)
-		return false
+	case w.stopped():
+		w.log.Info("response withheld: the server is stopping on a signal", "id", r.rawID)
+	default:
+		return true
 	}
-	return true
+	w.withheld++
+	return false
 }
 
 func (w *wire) retireLocked(r *request) {
@@ -218,7 +230,7 @@ func (w *wire) progress(token mcp.ProgressToken, n int, msg string) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.tokens[key] == nil || w.notes >= maxQueuedNotifications {
+	if w.closed || w.tokens[key] == nil || w.notes >= maxQueuedNotifications || w.stopped() {
 		w.dropped++
 		return false
 	}

@@ -302,3 +302,36 @@ func TestCancelledRequestIsNotAnswered(t *testing.T) {
 		t.Errorf("the log does not record the client's reason:\n%s", s.logs())
 	}
 }
+
+// TestStdinClosedAnswersCancelled: a client that closes stdin (the MCP way to end a stdio session)
+// while a call runs gets that call answered with kind cancelled before the server exits, and the
+// run is stopped.
+func TestStdinClosedAnswersCancelled(t *testing.T) {
+	e := prepareEnv(t)
+	s := e.startRaw()
+	s.call(3, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, "tok-3")
+	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+		t.Fatal("the CLI never started")
+	}
+	pid := e.records()[0].PID
+	if err := s.in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not exit within 20 s of stdin closing")
+	}
+	var answer string
+	for _, l := range s.snapshot() {
+		if l.response() && string(l.ID) == "3" {
+			answer = l.raw
+		}
+	}
+	if !strings.Contains(answer, `"isError":true`) || !strings.Contains(answer, `"kind":"cancelled"`) {
+		t.Errorf("want call 3 answered with isError and kind cancelled, got %.400q", answer)
+	}
+	if alive(pid) {
+		t.Errorf("the CLI (pid %d) outlived the server", pid)
+	}
+}
