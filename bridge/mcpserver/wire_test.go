@@ -335,3 +335,59 @@ func TestStdinClosedAnswersCancelled(t *testing.T) {
 		t.Errorf("the CLI (pid %d) outlived the server", pid)
 	}
 }
+
+// TestClientGoneStopsCleanly: a client that dies closes the server's stdin and stdout at once.
+// The server cancels its calls, finishes every cleanup and exits 0: a write to the closed stdout
+// fails (logged) instead of killing the server with SIGPIPE between two calls' cleanups.
+func TestClientGoneStopsCleanly(t *testing.T) {
+	e := prepareEnv(t)
+	argv, environ := e.server(nil)
+	cmd := exec.Command(bins.ClineMCP, argv...)
+	cmd.Env, cmd.Dir = environ, e.work
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		if _, err := in.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	for i := 1; i <= 2; i++ {
+		send(map[string]any{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": map[string]any{
+			"name": "ask_cline", "arguments": map[string]any{"prompt": "go fake:hang", "cwd": e.work}, "_meta": map[string]any{"progressToken": i}}})
+	}
+	if !eventually(20*time.Second, func() bool { return len(e.records()) == 2 }) {
+		t.Fatal("the two runs never started")
+	}
+	out.Close() // the client's end of our stdout is gone…
+	in.Close()  // …and so is our stdin
+	err = cmd.Wait()
+	if err != nil {
+		t.Errorf("server exit: %v, want 0\n%s", err, logs.String())
+	}
+	if n := strings.Count(logs.String(), `msg="call finished"`); n != 2 {
+		t.Errorf("%d of 2 calls finished their cleanup before the server exited\n%s", n, logs.String())
+	}
+	for _, r := range e.records() {
+		if alive(r.PID) {
+			t.Errorf("the CLI (pid %d) outlived the server", r.PID)
+		}
+	}
+}
