@@ -179,14 +179,26 @@ func (c *claudeWorld) run(o runOpts) *claudeRun {
 		if err := cmd.Start(); err != nil { // on this thread: the process lives in the namespace
 			return err
 		}
+		exited := make(chan struct{})
+		interrupter := make(chan bool, 1)
 		if o.interruptWhen != nil {
-			go func() {
-				if eventually(time.Minute, o.interruptWhen) {
-					r.interrupted = cmd.Process.Signal(os.Interrupt) == nil
+			go func() { // until the condition holds or Claude Code exits on its own
+				for !o.interruptWhen() {
+					select {
+					case <-exited:
+						interrupter <- false
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
 				}
+				interrupter <- cmd.Process.Signal(os.Interrupt) == nil
 			}()
+		} else {
+			interrupter <- false
 		}
 		r.err = cmd.Wait()
+		close(exited)
+		r.interrupted = <-interrupter
 		return nil
 	})
 	if err != nil {
