@@ -43,19 +43,27 @@ type rawLine struct {
 // response reports whether the line answers a request (it has an id and no method).
 func (l rawLine) response() bool { return len(l.ID) > 0 && l.Method == "" }
 
-func (e *env) startRaw(args ...string) *rawServer {
-	t := e.t
+// serverCmd is the built server over this env, not yet started, with pipes to its stdin and
+// from its stdout.
+func (e *env) serverCmd(args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser) {
+	e.t.Helper()
 	argv, environ := e.server(nil, args...)
 	cmd := exec.Command(bins.ClineMCP, argv...)
 	cmd.Env, cmd.Dir = environ, e.work
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
+	return cmd, in, out
+}
+
+func (e *env) startRaw(args ...string) *rawServer {
+	t := e.t
+	cmd, in, out := e.serverCmd(args...)
 	s := &rawServer{t: t, cmd: cmd, in: in, exited: make(chan struct{}), grew: make(chan struct{}, 1)}
 	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
 		s.mu.Lock()
@@ -341,17 +349,7 @@ func TestStdinClosedAnswersCancelled(t *testing.T) {
 // fails (logged) instead of killing the server with SIGPIPE between two calls' cleanups.
 func TestClientGoneStopsCleanly(t *testing.T) {
 	e := prepareEnv(t)
-	argv, environ := e.server(nil)
-	cmd := exec.Command(bins.ClineMCP, argv...)
-	cmd.Env, cmd.Dir = environ, e.work
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd, in, out := e.serverCmd()
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -378,8 +376,7 @@ func TestClientGoneStopsCleanly(t *testing.T) {
 	}
 	out.Close() // the client's end of our stdout is gone…
 	in.Close()  // …and so is our stdin
-	err = cmd.Wait()
-	if err != nil {
+	if err := cmd.Wait(); err != nil {
 		t.Errorf("server exit: %v, want 0\n%s", err, logs.String())
 	}
 	if n := strings.Count(logs.String(), `msg="call finished"`); n != 2 {
