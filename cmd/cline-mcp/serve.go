@@ -5,9 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -26,6 +28,10 @@ import (
 // serve runs the stdio MCP server until stdin closes or a signal arrives, then lets in-flight
 // calls finish their cleanup.
 func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, stdout io.Writer) int {
+	// A client that died closes our stdout: a write to it must fail (EPIPE, logged), not kill
+	// the server with SIGPIPE halfway through stopping Cline and restoring settings for the
+	// calls still running.
+	signal.Ignore(syscall.SIGPIPE)
 	runner, cleanup, err := buildRunner(ctx, cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
