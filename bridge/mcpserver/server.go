@@ -113,7 +113,7 @@ func New(opts Options) *Server {
 // after its response, and no response to a request the client cancelled (see wire). Serve runs
 // once per Server.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	w := newWire(out, s.opts.Logger, func() bool { return ctx.Err() != nil })
+	w := newWire(out, s.opts.Logger, func() bool { return ctx.Err() != nil }, s.opts.Quiet)
 	if !s.wire.CompareAndSwap(nil, w) {
 		w.close()
 		return errors.New("mcpserver: Serve called twice")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWireBookkeeping: what the wire writes, withholds and drops, line by line, for one request
@@ -13,7 +14,7 @@ import (
 func TestWireBookkeeping(t *testing.T) {
 	var out bytes.Buffer
 	stopped := false
-	w := newWire(&out, slog.New(slog.NewTextHandler(io.Discard, nil)), func() bool { return stopped })
+	w := newWire(&out, slog.New(slog.NewTextHandler(io.Discard, nil)), func() bool { return stopped }, 50*time.Millisecond)
 	w.observe([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"a"}}}` + "\n"))
 	w.observe([]byte(`{"jsonrpc":"2.0","id":"1","method":"tools/call","params":{"_meta":{"progressToken":7}}}` + "\n"))
 	if !w.progress("a", 1, "first") || !w.progress(float64(7), 1, "other") {
