@@ -81,19 +81,28 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	return cleanup, nil
 }
 
-// mounts are the workspace of each tool at the same absolute paths as on the host:
+// mounts are the workspace of each tool at the same absolute paths as on the host, from the
+// layout recorded before the first attempt (never rediscovered after one):
 //   - ask_cline: the cwd (its repository when it is in one, for git history) read-only;
-//   - apply_cline_edits: the checkout read-write, its git dirs read-only (no commits possible);
-//   - ask_cline_workspace: the worktree and its own git metadata read-write, the repository's
-//     shared git dir read-only.
+//   - apply_cline_edits: the checkout read-write, its .git and git dirs read-only (no commits,
+//     no config, hooks or pointers the host could later trip over);
+//   - ask_cline_workspace: the worktree read-write, its .git file and the repository's git dir
+//     (which holds the worktree's own git dir) read-only: git inside the container can read,
+//     the run cannot redirect the worktree's .git, gitdir or commondir pointers.
 func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
-	lay, err := k.r.cfg.Git.Layout(ctx, k.dir)
-	if err != nil {
+	if k.repo == nil && k.Tool == AskCline {
+		if r, err := k.r.cfg.Git.Open(ctx, k.dir); err == nil {
+			k.repo = &r
+		}
+	}
+	lay := k.repo
+	if lay == nil {
 		if k.Tool == AskCline {
 			return []sandbox.Mount{{Source: k.dir, Target: k.dir, ReadOnly: true}}, nil
 		}
-		return nil, fmt.Errorf("inspect the checkout for the container mounts: %w", err)
+		return nil, fmt.Errorf("no recorded repository layout for the container mounts of %s", k.dir)
 	}
+	dotgit := filepath.Join(lay.Top, ".git")
 	switch k.Tool {
 	case AskCline:
 		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top, ReadOnly: true}}
@@ -101,23 +110,15 @@ func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
 		}
 		return ms, nil
-	case ApplyClineEdits:
-		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top}}
-		dotgit := filepath.Join(lay.Top, ".git")
-		ms = append(ms, sandbox.Mount{Source: dotgit, Target: dotgit, ReadOnly: true})
+	default: // apply_cline_edits and ask_cline_workspace
+		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top}, {Source: dotgit, Target: dotgit, ReadOnly: true}}
 		if !within(lay.CommonDir, dotgit) {
 			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
 		}
-		if lay.GitDir != lay.CommonDir && !within(lay.GitDir, dotgit) {
+		if lay.GitDir != lay.CommonDir && !within(lay.GitDir, dotgit) && !within(lay.GitDir, lay.CommonDir) {
 			ms = append(ms, sandbox.Mount{Source: lay.GitDir, Target: lay.GitDir, ReadOnly: true})
 		}
 		return ms, nil
-	default:
-		return []sandbox.Mount{
-			{Source: lay.Top, Target: lay.Top},
-			{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true},
-			{Source: lay.GitDir, Target: lay.GitDir},
-		}, nil
 	}
 }
 
