@@ -12,10 +12,11 @@ import (
 // containerHome is the tmpfs HOME inside the container; nothing of the user's home is mounted.
 const containerHome = "/home/cline"
 
-// dockerSpec prepares a container run: a private copy of Cline's settings dir (the run never
-// sees the host file), the workspace mounts of this tool at their host paths, and a tool policy
-// inside the copy. The returned cleanup merges what the user wants kept (refreshed tokens) back
-// into the host file under the write lock, then deletes the copy, which holds secrets.
+// dockerSpec prepares a container run: a least-privilege private copy of Cline's settings dir
+// (only the provider the run may use; the run never sees the host file), the workspace mounts of
+// this tool at their host paths, and a tool policy inside the copy. The returned cleanup merges
+// refreshed OAuth credentials — and nothing else — back into the host file under the write lock
+// (settings.MergeAllowed), then deletes the copy, which holds secrets.
 func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, n int, lockHeld bool) (func(), error) {
 	lock := k.r.cfg.Lock
 	if !lockHeld {
@@ -25,23 +26,24 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 			return nil, fmt.Errorf("cancelled while waiting for the settings lock: %w", err)
 		}
 	}
-	cp, err := k.r.cfg.Settings.PrivateCopy(k.private)
+	cp, err := k.r.cfg.Settings.PrivateCopy(k.private, settingsOverride(k.Call))
 	if !lockHeld {
 		lock.RUnlock()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("copy Cline's settings for the container: %w", err)
 	}
+	k.warnings = append(k.warnings, cp.Warnings...)
 	cleanup := func() {
 		if !lockHeld {
 			// The merge must happen even when the call was cancelled: a refreshed token is
 			// the user's, whatever became of the call.
 			if err := lock.Lock(context.WithoutCancel(ctx)); err == nil {
-				k.warnings = append(k.warnings, k.r.cfg.Settings.MergeBack(cp, settingsOverride(k.Call))...)
+				k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
 				lock.Unlock()
 			}
 		} else {
-			k.warnings = append(k.warnings, k.r.cfg.Settings.MergeBack(cp, settingsOverride(k.Call))...)
+			k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
 		}
 		if err := cp.Close(); err != nil {
 			k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
