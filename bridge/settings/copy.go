@@ -165,4 +165,3 @@ func (c *Copy) Close() error {
 	c.once.Do(func() { c.closeErr = c.fs.RemoveAll(c.Dir) })
 	return c.closeErr
 }
-

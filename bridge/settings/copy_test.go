@@ -173,4 +173,3 @@ func TestPrivateCopyCustomPathAndNoFile(t *testing.T) {
 		t.Errorf("got %v, want an empty settings dir for Cline to write into", err)
 	}
 }
-
