@@ -157,8 +157,11 @@ func (r *Repo) shadowed() (runOpts, string, func(), error) {
 	return runOpts{repo: r, shadow: shadow, index: filepath.Join(tmp, "index")}, tmp, done, nil
 }
 
-// copyIndex copies the index file at src to dst, never following a symlink. A missing (or
-// empty) index means an empty one: nothing is created.
+// copyIndex copies the index file at src to dst, never following a symlink, and gives the copy
+// the original's modification time: git compares entries against the index file's mtime to spot
+// files changed in the same instant the index was written ("racily clean" entries, whose content
+// it then compares); a fresh mtime would hide such a change. A missing (or empty) index means an
+// empty one: nothing is created.
 func copyIndex(src, dst string) error {
 	f, err := openRegular(src, maxIndexBytes)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -177,7 +180,13 @@ func copyIndex(src, dst string) error {
 		err = cerr
 	}
 	if err == nil && n == 0 {
-		err = os.Remove(dst) // git refuses a zero-byte index
+		return os.Remove(dst) // git refuses a zero-byte index
+	}
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			err = os.Chtimes(dst, fi.ModTime(), fi.ModTime())
+		}
 	}
 	return err
 }
