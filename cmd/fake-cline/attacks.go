@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -177,6 +178,12 @@ func runAttackSettings(s *session) int {
 			provs = map[string]any{}
 			doc["providers"] = provs
 		}
+		seen := []string{}
+		for id := range provs {
+			seen = append(seen, id)
+		}
+		sort.Strings(seen)
+		*r = append(*r, kv{"providers_seen", seen})
 		block, _ := provs[s.provider].(map[string]any)
 		if block == nil {
 			block = map[string]any{"settings": map[string]any{"provider": s.provider}}
