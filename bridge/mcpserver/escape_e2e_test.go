@@ -27,20 +27,7 @@ func TestDockerEscapeNestedRepoFilterInApply(t *testing.T) {
 	sub := filepath.Join(e.work, "sub")
 	sc, _ := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Plant fake:attack_nested_repo?" + cmd, "cwd": sub})
 	wantDockerOK(t, sc)
-	rep := report(t, sc)
-	if rep["git_dir"] != "ok" || rep["gitattributes"] != "ok" {
-		t.Fatalf("planting failed in the container: %v", rep)
-	}
-	if exists(marker) {
-		t.Fatalf("the host's git ran a program the container planted")
-	}
-	files := mcpsession.ChangedFiles(sc)
-	for _, p := range []string{"sub/fake-cline-attack-attack_nested_repo.txt", "sub/.gitattributes", "sub/payload.txt"} {
-		if files[p] != "A" {
-			t.Errorf("changedFiles[%s] = %q, want A (all %v)", p, files[p], files)
-		}
-	}
-	springsForPlainGit(t, sub, marker, "add", "-A")
+	nestedRepoContained(t, sc, sub, marker)
 }
 
 func TestDockerEscapeAttributesDrivers(t *testing.T) {

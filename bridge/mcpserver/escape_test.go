@@ -63,6 +63,14 @@ func TestHostApplyNestedRepoFilterNeverRuns(t *testing.T) {
 	sub := filepath.Join(e.work, "sub")
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Plant fake:attack_nested_repo?" + cmd, "cwd": sub})
 	wantOK(t, res, sc)
+	nestedRepoContained(t, sc, sub, marker)
+}
+
+// nestedRepoContained checks the result of attack_nested_repo in the subdirectory sub of an
+// apply_cline_edits checkout: planted, never run by the server, reported as plain files — and
+// live for plain git.
+func nestedRepoContained(t *testing.T, sc map[string]any, sub, marker string) {
+	t.Helper()
 	rep := report(t, sc)
 	if rep["git_dir"] != "ok" || rep["gitattributes"] != "ok" {
 		t.Fatalf("planting failed: %v", rep)

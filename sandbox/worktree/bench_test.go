@@ -30,89 +30,69 @@ func median(d []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
+// interleave runs ours and other once per benchmark iteration, alternating which goes first so
+// machine noise hits both alike, and reports the medians as <ours>-ms and <other>-ms and their
+// ratio median(ours)/median(other).
+func interleave(b *testing.B, otherName string, ours, other func(i int)) {
+	var to, tr []time.Duration
+	timed := func(f func(int), i int, into *[]time.Duration) {
+		start := time.Now()
+		f(i)
+		*into = append(*into, time.Since(start))
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		if i%2 == 0 {
+			timed(ours, i, &to)
+			timed(other, i, &tr)
+		} else {
+			timed(other, i, &tr)
+			timed(ours, i, &to)
+		}
+	}
+	mo, mr := median(to), median(tr)
+	b.ReportMetric(float64(mo.Microseconds())/1000, "ours-ms")
+	b.ReportMetric(float64(mr.Microseconds())/1000, otherName+"-ms")
+	b.ReportMetric(float64(mo)/float64(mr), "ratio")
+	b.ReportMetric(0, "ns/op")
+}
+
 // BenchmarkAddRemove compares Manager.Add+Remove with plain `git worktree add --detach` +
-// `git worktree remove --force` on a 10,000-file repository. The two are interleaved in every
-// iteration so machine noise hits both alike; the reported ratio is median(ours)/median(raw).
+// `git worktree remove --force` on a 10,000-file repository; the ratio is median(ours)/median(raw).
 func BenchmarkAddRemove(b *testing.B) {
 	repo := benchRepo(b, 10_000)
 	m := &Manager{Root: filepath.Join(b.TempDir(), "root"), Instance: "bench"}
 	rawDir := b.TempDir()
 	ctx := b.Context()
-	var ours, raw []time.Duration
-	i := 0
-	for b.Loop() {
-		i++
-		runOurs := func() {
-			start := time.Now()
-			wt, err := m.Add(ctx, repo)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := wt.Remove(ctx); err != nil {
-				b.Fatal(err)
-			}
-			ours = append(ours, time.Since(start))
+	interleave(b, "raw", func(int) {
+		wt, err := m.Add(ctx, repo)
+		if err != nil {
+			b.Fatal(err)
 		}
-		runRaw := func() {
-			start := time.Now()
-			p := filepath.Join(rawDir, "wt"+strconv.Itoa(i))
-			gitT(b, repo, "worktree", "add", "-q", "--detach", p, "HEAD")
-			gitT(b, repo, "worktree", "remove", "--force", p)
-			raw = append(raw, time.Since(start))
+		if err := wt.Remove(ctx); err != nil {
+			b.Fatal(err)
 		}
-		if i%2 == 0 {
-			runOurs()
-			runRaw()
-		} else {
-			runRaw()
-			runOurs()
-		}
-	}
-	mo, mr := median(ours), median(raw)
-	b.ReportMetric(float64(mo.Microseconds())/1000, "ours-ms")
-	b.ReportMetric(float64(mr.Microseconds())/1000, "raw-ms")
-	b.ReportMetric(float64(mo)/float64(mr), "ratio")
-	b.ReportMetric(0, "ns/op")
+	}, func(i int) {
+		p := filepath.Join(rawDir, "wt"+strconv.Itoa(i))
+		gitT(b, repo, "worktree", "add", "-q", "--detach", p, "HEAD")
+		gitT(b, repo, "worktree", "remove", "--force", p)
+	})
 }
 
 // BenchmarkEvidence measures one Evidence snapshot of a 10,000-file repository, clean and with
 // 100 modified plus 100 untracked files, against the evidence path this package used before
 // the trust boundary (`git status` plus `git add -A` into a copy of the index, which runs the
-// repository's filters). The two are interleaved in every iteration so machine noise hits both
-// alike; the reported ratio is median(ours)/median(legacy).
+// repository's filters); the ratio is median(ours)/median(legacy).
 func BenchmarkEvidence(b *testing.B) {
 	repo := benchRepo(b, 10_000)
 	g := &Git{}
 	run := func(b *testing.B) {
-		var ours, legacy []time.Duration
-		i := 0
-		for b.Loop() {
-			i++
-			runOurs := func() {
-				start := time.Now()
-				if _, err := g.Evidence(b.Context(), repo); err != nil {
-					b.Fatal(err)
-				}
-				ours = append(ours, time.Since(start))
+		interleave(b, "legacy", func(int) {
+			if _, err := g.Evidence(b.Context(), repo); err != nil {
+				b.Fatal(err)
 			}
-			runLegacy := func() {
-				start := time.Now()
-				legacyEvidence(b, repo)
-				legacy = append(legacy, time.Since(start))
-			}
-			if i%2 == 0 {
-				runOurs()
-				runLegacy()
-			} else {
-				runLegacy()
-				runOurs()
-			}
-		}
-		mo, ml := median(ours), median(legacy)
-		b.ReportMetric(float64(mo.Microseconds())/1000, "ours-ms")
-		b.ReportMetric(float64(ml.Microseconds())/1000, "legacy-ms")
-		b.ReportMetric(float64(mo)/float64(ml), "ratio")
-		b.ReportMetric(0, "ns/op")
+		}, func(int) { legacyEvidence(b, repo) })
 	}
 	b.Run("clean", run)
 	for i := range 100 {

@@ -89,21 +89,7 @@ func TestEscapeNestedRepoInApplyCwd(t *testing.T) {
 	naive(sub, "add", "-A")
 	tr.reset(t)
 
-	after, err := g.Inspect(ctx, before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := g.Compare(ctx, before, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr.sprung() {
-		t.Fatalf("host git ran a program the run configured: %s", readMarker(tr))
-	}
-	var paths []string
-	for _, f := range c.ChangedFiles {
-		paths = append(paths, f.Path+":"+f.Status)
-	}
+	_, c, paths := inspectTrapped(t, g, before, tr)
 	if want := []string{"sub/.gitattributes:A", "sub/payload.txt:A"}; !slices.Equal(paths, want) {
 		t.Errorf("changed files: got %v, want %v (the nested .git is never part of the diff)", paths, want)
 	}
@@ -135,21 +121,7 @@ func TestEscapeNewNestedRepository(t *testing.T) {
 	naive(nested, "add", "-A")
 	tr.reset(t)
 
-	after, err := g.Inspect(ctx, before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := g.Compare(ctx, before, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr.sprung() {
-		t.Fatalf("host git ran a program the run configured: %s", readMarker(tr))
-	}
-	var paths []string
-	for _, f := range c.ChangedFiles {
-		paths = append(paths, f.Path+":"+f.Status)
-	}
+	after, c, paths := inspectTrapped(t, g, before, tr)
 	if want := []string{"vendor/lib/.gitattributes:A", "vendor/lib/code.go:A", "vendor/lib/link:A"}; !slices.Equal(paths, want) {
 		t.Errorf("changed files: got %v, want %v (ordinary files, ignore rules applied, no .git)", paths, want)
 	}
@@ -186,17 +158,7 @@ func TestEscapeRepoConfigInHostMode(t *testing.T) {
 	naive(repo, "add", "-A")
 	tr.reset(t)
 
-	after, err := g.Inspect(ctx, before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := g.Compare(ctx, before, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tr.sprung() {
-		t.Fatalf("host git ran a program the run configured: %s", readMarker(tr))
-	}
+	_, c, _ := inspectTrapped(t, g, before, tr)
 	if !strings.Contains(c.Diff, "+changed by the run") {
 		t.Errorf("diff lacks the run's edit as it is on disk:\n%s", c.Diff)
 	}
@@ -446,6 +408,28 @@ func TestEscapeWeirdFileNames(t *testing.T) {
 	if _, err := os.Stat(outside); !os.IsNotExist(err) {
 		t.Errorf("a file name was read as an option")
 	}
+}
+
+// inspectTrapped runs Inspect and Compare after an attack, fails if the trap sprang, and returns
+// the snapshot, the change and its files as "path:status".
+func inspectTrapped(t *testing.T, g *Git, before Evidence, tr trap) (Evidence, Change, []string) {
+	t.Helper()
+	after, err := g.Inspect(t.Context(), before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.Compare(t.Context(), before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.sprung() {
+		t.Fatalf("host git ran a program the run configured: %s", readMarker(tr))
+	}
+	var paths []string
+	for _, f := range c.ChangedFiles {
+		paths = append(paths, f.Path+":"+f.Status)
+	}
+	return after, c, paths
 }
 
 func readMarker(tr trap) string {
