@@ -70,14 +70,9 @@ func (g *Git) snapshot(ctx context.Context, r *Repo, ev *Evidence) error {
 	// Pathspecs for add: everything but submodules and nested repositories.
 	var spec bytes.Buffer
 	spec.WriteString(".\x00")
-	var subs []string
-	for _, rec := range strings.Split(string(stage), "\x00") {
-		if p, ok := strings.CutPrefix(rec, modeGitlink+" "); ok {
-			if _, path, ok := strings.Cut(p, "\t"); ok && !slices.Contains(subs, path) {
-				subs = append(subs, path)
-				spec.WriteString(":(exclude,literal)" + path + "\x00")
-			}
-		}
+	subs := gitlinks(stage)
+	for _, path := range subs {
+		spec.WriteString(":(exclude,literal)" + path + "\x00")
 	}
 	var nested []candidate
 	for _, p := range strings.Split(string(others), "\x00") {
@@ -139,6 +134,30 @@ func (g *Git) snapshot(ctx context.Context, r *Repo, ev *Evidence) error {
 	}
 	ev.Tree = strings.TrimSpace(string(out))
 	return nil
+}
+
+// gitlinks returns the paths of the submodule entries in `ls-files --stage -z` output, without
+// splitting the (large) listing into strings.
+func gitlinks(stage []byte) []string {
+	var subs []string
+	prefix := []byte(modeGitlink + " ")
+	for len(stage) > 0 {
+		rec := stage
+		if i := bytes.IndexByte(stage, 0); i >= 0 {
+			rec, stage = stage[:i], stage[i+1:]
+		} else {
+			stage = nil
+		}
+		if !bytes.HasPrefix(rec, prefix) {
+			continue
+		}
+		if i := bytes.IndexByte(rec, '\t'); i >= 0 {
+			if p := string(rec[i+1:]); !slices.Contains(subs, p) { // one per stage of a conflict
+				subs = append(subs, p)
+			}
+		}
+	}
+	return subs
 }
 
 // shadowed prepares a private temp dir with a shadow git dir for r and returns the options of a
