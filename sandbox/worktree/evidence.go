@@ -28,10 +28,11 @@ type Evidence struct {
 	// cannot be written as a tree (unmerged entries during a conflict).
 	Index string
 	// Tree is the tree object of the entire working tree state: tracked files as they are on
-	// disk plus untracked, non-ignored files, stored as they are (no clean filter, no
-	// end-of-line conversion; a file whose stat data is unchanged keeps its index entry, so a
-	// Git LFS checkout keeps its pointers). Symlinks are stored as links. Submodules appear as
-	// gitlinks at their recorded commit; changes inside a submodule are not part of it.
+	// disk plus untracked, non-ignored files, stored as `git add` stores them but without any
+	// filter program (git's built-in end-of-line and ident conversions still apply; a file whose
+	// stat data is unchanged keeps its index entry, so a Git LFS checkout keeps its pointers).
+	// Symlinks are stored as links. Submodules appear as gitlinks at their recorded commit;
+	// changes inside a submodule are not part of it.
 	Tree string
 	// Submodules fingerprints the files inside submodule work trees (stat data only), so a
 	// change there is visible to CheckoutMayChange; "" when there are none.
