@@ -45,7 +45,8 @@ lint:
 ## bench: bridge overhead and memory benchmarks (numbers, not pass/fail)
 bench: build image-fake
 	$(GO) run ./cmd/benchbridge -cline-mcp $(BIN)/cline-mcp -fake $(BIN)/fake-cline \
-	  $$(docker info >/dev/null 2>&1 && echo -docker-image $(FAKE_IMAGE))
+	  $$(docker info >/dev/null 2>&1 && echo -docker-image $(FAKE_IMAGE)) \
+	  $(if $(BASELINE),-baseline-cline-mcp $(BASELINE))
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./sandbox/worktree/ ./sandbox/host/ ./bridge/redact/ ./bridge/cline/
 
 ## e2e: the testcontainers-go end-to-end suite against the fake Cline image

@@ -113,6 +113,7 @@ type call struct {
 	red      *redact.Redactor
 	iso      sandbox.Isolation // first attempt's isolation
 	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
+	repo     *worktree.Repo    // the checkout or worktree as recorded before the first attempt (nil: none yet)
 	private  string            // private 0700 temp dir of this call (global settings, copies)
 	res      Result
 	warnings []string

@@ -30,12 +30,13 @@ func main() {
 	huge := flag.Int64("huge", 1<<30, "bytes of CLI output for the large RSS sample")
 	wsFiles := flag.Int("workspace-files", 10000, "files in the generated repo of the workspace benchmark (0 skips it)")
 	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
+	baseline := flag.String("baseline-cline-mcp", "", "a second cline-mcp binary (e.g. built from main) timed interleaved with -cline-mcp in the workspace and apply benchmark")
 	flag.Parse()
 	if err := run(*server, *fake, *n, *huge); err != nil {
 		fmt.Fprintln(os.Stderr, "benchbridge:", err)
 		os.Exit(1)
 	}
-	if err := benchWorkspace(*server, *fake, *wsFiles, 10); err != nil {
+	if err := benchWorkspace(*server, *baseline, *fake, *image, *wsFiles, 10); err != nil {
 		fmt.Fprintln(os.Stderr, "benchbridge:", err)
 		os.Exit(1)
 	}

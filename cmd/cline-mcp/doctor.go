@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // check is one doctor line: OK or FAIL with a fix. Optional failures do not change the exit
@@ -55,6 +57,8 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 	} else {
 		add(check{name: "git", ok: true, detail: strings.TrimSpace(string(b))})
 	}
+
+	add(worktreeRootCheck(cfg.worktreeRoot))
 
 	dockerNeeded := cfg.isolation == "docker" || cfg.retryIsolation == "docker"
 	add(dockerCheck(ctx, cfg, dockerNeeded))
@@ -98,6 +102,19 @@ func clineVersion(ctx context.Context, path string) (string, error) {
 		return "", fmt.Errorf("empty output")
 	}
 	return v, nil
+}
+
+// worktreeRootCheck reports a worktree root the server would not trust (not a private 0700
+// directory of this user): ask_cline_workspace then fails and the sweeper leaves it alone.
+func worktreeRootCheck(root string) check {
+	m := &worktree.Manager{Root: root}
+	if err := m.CheckRoot(); err != nil {
+		return check{name: "worktree root", detail: err.Error(), fix: "chmod 700 the directory (or remove it; the server recreates it), or pass --worktree-root DIR"}
+	}
+	if root == "" {
+		root = filepath.Join(os.TempDir(), worktree.DefaultRootName)
+	}
+	return check{name: "worktree root", ok: true, detail: root + " (private to this user, or created on first use)"}
 }
 
 // settingsCheck reads providers.json and reports the default provider without any secret.

@@ -32,6 +32,13 @@ func TestDoctor(t *testing.T) {
 	if err != nil {
 		t.Skip("git is not installed; the doctor's git check would fail every case")
 	}
+	sharedRoot := filepath.Join(t.TempDir(), "shared-root")
+	if err := os.Mkdir(sharedRoot, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sharedRoot, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	const secret = "sk-doctor-secret-0123456789abcdef"
 	const envSecret = "sk-env-secret-abcdef0123456789"
 	validSettings := `{
@@ -56,7 +63,7 @@ func TestDoctor(t *testing.T) {
 		notWant  []string
 	}{
 		{name: "all good, docker not configured", args: []string{"--cline", fake}, settings: &validSettings, exit: 0,
-			want:    []string{"OK   cline executable", "OK   cline settings", "OK   git", "WARN docker", "doctor: all required checks passed"},
+			want:    []string{"OK   cline executable", "OK   cline settings", "OK   git", "OK   worktree root", "WARN docker", "doctor: all required checks passed"},
 			notWant: []string{"FAIL"}},
 		{name: "cline missing", args: []string{"--cline", filepath.Join(bin, "no-such-cline")}, settings: &validSettings, exit: 1,
 			want: []string{"FAIL cline executable", "OK   cline settings", "doctor: some required checks failed"}, wantFix: []string{"cline executable"}},
@@ -68,6 +75,8 @@ func TestDoctor(t *testing.T) {
 			want: []string{"FAIL cline settings"}, wantFix: []string{"cline settings"}},
 		{name: "docker configured but unreachable", args: []string{"--cline", fake, "--isolation", "docker"}, settings: &validSettings, exit: 1,
 			want: []string{"OK   cline executable", "FAIL docker", "doctor: some required checks failed"}, wantFix: []string{"docker"}},
+		{name: "worktree root open to others", args: []string{"--cline", fake, "--worktree-root", sharedRoot}, settings: &validSettings, exit: 1,
+			want: []string{"FAIL worktree root", "doctor: some required checks failed"}, wantFix: []string{"worktree root"}},
 		{name: "docker retries configured but unreachable", args: []string{"--cline", fake, "--retry-isolation", "docker"}, settings: &validSettings, exit: 1,
 			want: []string{"FAIL docker"}, wantFix: []string{"docker"}},
 	}

@@ -4,8 +4,8 @@ package worktree
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
-	"os"
 	"syscall"
 )
 
@@ -15,15 +15,19 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// checkPrivate refuses a root that another user owns, and makes one of ours 0700 again if
-// someone widened it, because worktrees hold the user's source code.
-func checkPrivate(root string, fi fs.FileInfo) error {
+// checkPrivate refuses a directory that another user owns or that others may enter: worktrees
+// hold the user's source code, and whoever can write the root could plant entries the sweeper
+// would act on.
+func checkPrivate(fi fs.FileInfo) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if ok && int(st.Uid) != syscall.Getuid() {
-		return errors.New("worktree root " + root + ": owned by another user")
+		return fmt.Errorf("owned by uid %d, not by this user (uid %d)", st.Uid, syscall.Getuid())
 	}
 	if fi.Mode().Perm() != 0o700 {
-		return os.Chmod(root, 0o700)
+		return fmt.Errorf("mode %v, want 0700", fi.Mode().Perm())
 	}
 	return nil
 }
+
+// openNonblock keeps an open of a file a run may have replaced by a FIFO from blocking.
+const openNonblock = syscall.O_NONBLOCK

@@ -41,4 +41,7 @@ func processStartTime(pid int) (uint64, bool) {
 }
 
 // checkPrivate trusts the per-user temp dir Windows gives every account.
-func checkPrivate(root string, fi fs.FileInfo) error { return nil }
+func checkPrivate(fi fs.FileInfo) error { return nil }
+
+// openNonblock: Windows has no FIFOs in the file system to block on.
+const openNonblock = 0
