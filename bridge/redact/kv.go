@@ -181,8 +181,8 @@ func atLineEnd(b []byte, e int) bool {
 }
 
 // urlPassword handles b[i] == ':' of "scheme://user:password@host" and
-// redacts the password.
-func urlPassword(b []byte, i int, sp []span) []span {
+// redacts the password. At Precise a placeholder stays (see placeholder).
+func urlPassword(b []byte, i int, sp []span, lv Level) []span {
 	if !bytes.HasPrefix(b[i+1:], []byte("//")) {
 		return sp
 	}
@@ -192,10 +192,13 @@ func urlPassword(b []byte, i int, sp []span) []span {
 	for k := s; k < lim; k++ {
 		switch c := b[k]; {
 		case c == '@':
-			if colon >= 0 && k > colon+1 {
-				return append(sp, span{colon + 1, k})
+			if colon < 0 || k == colon+1 {
+				return sp
 			}
-			return sp
+			if lv == Precise && (placeholder(b[colon+1:k]) || k+1 >= len(b) || !(isAlnum(b[k+1]) || b[k+1] == '[')) {
+				return sp
+			}
+			return append(sp, span{colon + 1, k})
 		case c == ':' && colon < 0:
 			colon = k
 		case c <= ' ' || bytes.IndexByte([]byte("/?#\"'<>\\"), c) >= 0:
@@ -205,9 +208,24 @@ func urlPassword(b []byte, i int, sp []span) []span {
 	return sp
 }
 
+// placeholder reports a URL password that stands for one rather than being
+// one: a template ($VAR, ${x}, %s, <pass>, {{x}}, [x], ***), one character
+// repeated, or a plain word such as "password", "pass" or "secret".
+func placeholder(p []byte) bool {
+	if len(p) < 3 || bytes.IndexByte([]byte("$%{<[*"), p[0]) >= 0 || bytes.Contains(p, []byte("{{")) {
+		return true
+	}
+	if bytes.Count(p, p[:1]) == len(p) {
+		return true
+	}
+	return isWordy(p) || containsFold(p, "PASSWORD") || containsFold(p, "PASSWD") || containsFold(p, "SECRET")
+}
+
 // pemBody handles b[i] == '-' of "-----BEGIN ... PRIVATE KEY-----": it
-// returns the body up to "-----END", or to the end of b with open set.
-func pemBody(b []byte, i int) (s, e int, open, ok bool) {
+// returns the body up to "-----END", or to the end of b with open set. At
+// Precise the body must hold key material (a run of 40 base64 bytes), so a
+// document that only names the header keeps its "...".
+func pemBody(b []byte, i int, lv Level) (s, e int, open, ok bool) {
 	const begin = "-----BEGIN "
 	if !bytes.HasPrefix(b[i:], []byte(begin)) {
 		return 0, 0, false, false
@@ -218,8 +236,30 @@ func pemBody(b []byte, i int) (s, e int, open, ok bool) {
 		return 0, 0, false, false
 	}
 	s = h + x + 5
+	e, open = len(b), true
 	if y := bytes.Index(b[s:], []byte("-----END")); y >= 0 {
-		return s, s + y, false, true
+		e, open = s+y, false
 	}
-	return s, len(b), true, true
+	if lv == Precise && !hasRun(b[s:e], base64Chars, 40) {
+		return 0, 0, false, false
+	}
+	return s, e, open, true
+}
+
+var base64Chars = class("a-z", "A-Z", "0-9", "+/=")
+
+// hasRun reports a run of at least n bytes of class c in b.
+func hasRun(b []byte, c *charClass, n int) bool {
+	k := 0
+	for _, x := range b {
+		if c[x] {
+			k++
+			if k >= n {
+				return true
+			}
+		} else {
+			k = 0
+		}
+	}
+	return false
 }

@@ -206,7 +206,7 @@ func (t *Tail) render(dst, b []byte, from, cut int, extra []span) ([]byte, carry
 			sp = append(sp, span{from, len(b)})
 		}
 	}
-	sp, open := t.r.scan(b, sp)
+	sp, open := t.r.scan(b, sp, Diagnostic)
 	t.spans = sp
 	c := carry{inPEM: inPEM || open}
 	for _, x := range sp {
@@ -219,7 +219,7 @@ func (t *Tail) render(dst, b []byte, from, cut int, extra []span) ([]byte, carry
 	dst = apply(dst, b, sp, from, cut, t.carry.markerOpen)
 	if len(sp) > 0 {
 		// Settle what only shows once a neighbour is replaced; see Redactor.redact.
-		if again, changed := t.r.redact(dst[n:]); changed {
+		if again, changed := t.r.redact(dst[n:], Diagnostic); changed {
 			dst = append(dst[:n], again...)
 		}
 	}

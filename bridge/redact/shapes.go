@@ -1,0 +1,214 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"math"
+	"regexp"
+	"regexp/syntax"
+)
+
+// shape is a compiled shapeRule.
+type shape struct {
+	*shapeRule
+	rx     *regexp.Regexp // the rule's pattern, anchored at the prefix
+	minLen int            // bytes of the shortest match
+}
+
+var compiled []*shape
+
+// tokenChars are the bytes any shape's match consists of; a run of them
+// shorter than the shortest match rules the shape out before its regexp
+// runs (keeps "s.mu.Lock()" away from vault's "s." rule).
+var tokenChars = class("a-z", "A-Z", "0-9", "-_+/=.~")
+
+// shapeWindow bounds the bytes a shape's regexp looks at; matches are
+// shorter (the longest rule allows 1,020 bytes).
+const shapeWindow = 2048
+
+func compileShapes() {
+	for i := range shapeRules {
+		r := &shapeRules[i]
+		re, err := syntax.Parse(r.re, syntax.Perl)
+		if err != nil {
+			panic("redact: rule " + r.id + ": " + err.Error())
+		}
+		compiled = append(compiled, &shape{
+			shapeRule: r,
+			rx:        regexp.MustCompile(`^(?:` + r.re + `)`),
+			minLen:    minLen(re),
+		})
+	}
+}
+
+// minLen is the length in bytes of the shortest ASCII string re matches.
+func minLen(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return minLen(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min * minLen(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, s := range re.Sub {
+			n += minLen(s)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := math.MaxInt
+		for _, s := range re.Sub {
+			n = min(n, minLen(s))
+		}
+		return n
+	}
+	return 0
+}
+
+// matchAt reports whether the shape matches at b[i] (a word start) and
+// returns the end of the part to redact.
+func (s *shape) matchAt(b []byte, i int) (int, bool) {
+	ok := false
+	for _, p := range s.prefixes {
+		if hasPrefixAt(b, i, p, s.fold) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	if run(b, i, tokenChars)-i < s.minLen {
+		return 0, false
+	}
+	w := b[i:min(len(b), i+shapeWindow)]
+	if !s.rx.Match(w) {
+		return 0, false
+	}
+	loc := s.rx.FindIndex(w)
+	e := i + loc[1]
+	if s.entropy > 0 && entropy(b[i:e]) < s.entropy {
+		return 0, false
+	}
+	if s.term {
+		if e < len(b) && !endsToken(b, e) {
+			return 0, false
+		}
+		return e, true
+	}
+	return run(b, e, b64url), true
+}
+
+// endsToken reports whether b[e] ends a token: anything but a token
+// character, or a '.' that ends a sentence.
+func endsToken(b []byte, e int) bool {
+	c := b[e]
+	if c == '.' {
+		return e+1 == len(b) || !isAlnum(b[e+1])
+	}
+	return !tokenChars[c]
+}
+
+func hasPrefixAt(b []byte, i int, p string, fold bool) bool {
+	if len(b)-i < len(p) {
+		return false
+	}
+	if !fold {
+		return string(b[i:i+len(p)]) == p
+	}
+	for k := range len(p) {
+		if upper(b[i+k]) != upper(p[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// entropy is the Shannon entropy of b in bits per byte, as gitleaks
+// computes it for its entropy thresholds.
+func entropy(b []byte) float64 {
+	var counts [256]uint32
+	for _, c := range b {
+		counts[c]++
+	}
+	n := float64(len(b))
+	h := 0.0
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h
+}
+
+// authAt matches the credential of an HTTP Authorization scheme at b[i]
+// and returns its span; the scheme word stays so readers still see what
+// kind of credential was there.
+//   - "Bearer <token>": at Diagnostic any token that is not a plain word;
+//     at Precise a token that looks generated: 16 or more characters with
+//     letters and digits and an entropy of at least 3 bits per byte
+//     (`Bearer ${token}` and "Bearer token" stay).
+//   - "Basic <base64>": base64 that decodes to printable "user:password".
+func authAt(b []byte, i int, lv Level) (int, int, bool) {
+	var n int
+	switch {
+	case hasPrefixAt(b, i, "BEARER", true):
+		n = 6
+	case hasPrefixAt(b, i, "BASIC", true):
+		n = 5
+	default:
+		return 0, 0, false
+	}
+	s := i + n
+	for s < len(b) && (b[s] == ' ' || b[s] == '\t') {
+		s++
+	}
+	if s == i+n {
+		return 0, 0, false
+	}
+	e := run(b, s, bearerChars)
+	t := b[s:e]
+	if n == 5 {
+		return s, e, basicCredential(t)
+	}
+	if lv == Diagnostic {
+		return s, e, len(t) >= 4 && !isWordy(t)
+	}
+	return s, e, generated(t, 16, 3)
+}
+
+// generated reports a token that looks machine-made: at least n bytes,
+// letters and digits, and at least bits of entropy per byte.
+func generated(t []byte, n int, bits float64) bool {
+	if len(t) < n {
+		return false
+	}
+	letter, digit := false, false
+	for _, c := range t {
+		letter = letter || isAlpha(c)
+		digit = digit || isDigit(c)
+	}
+	return letter && digit && entropy(t) >= bits
+}
+
+// basicCredential reports base64 that decodes to printable "user:password".
+func basicCredential(t []byte) bool {
+	var buf [192]byte
+	if len(t) < 8 || base64.StdEncoding.DecodedLen(len(t)) > len(buf) {
+		return false
+	}
+	n, err := base64.StdEncoding.Decode(buf[:], t)
+	if err != nil || n < 3 {
+		return false
+	}
+	for _, c := range buf[:n] {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return bytes.IndexByte(buf[1:n-1], ':') >= 0
+}
