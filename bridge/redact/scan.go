@@ -102,10 +102,10 @@ const (
 
 // Byte flags of the scanner, one table per level.
 const (
-	fWord    byte = 1 << iota // identifier byte: a word starts after a non-word byte
-	fColon                    // ':' — URL user-info, and "name: value" at Diagnostic
-	fEq                       // '=' — NAME=value, Diagnostic only
-	fDash                     // '-' — PEM private key blocks
+	fWord  byte = 1 << iota // identifier byte: a word starts after a non-word byte
+	fColon                  // ':' — URL user-info, and "name: value" at Diagnostic
+	fEq                     // '=' — NAME=value, Diagnostic only
+	fDash                   // '-' — PEM private key blocks
 )
 
 // scanTable is what the scanner of one level looks at: byte flags, and
