@@ -120,8 +120,7 @@ func (t *Tail) String() string {
 		return string(live)
 	}
 	b := append(bytes.Clone(t.pend), probe...)
-	extra := t.literalPrefix(t.pend)
-	piece, _ := t.render(nil, b, t.ctx, len(t.pend), extra)
+	piece, _ := t.render(nil, b, t.ctx, len(t.pend), t.unfinished(t.pend))
 	piece = validUTF8(piece)
 	n := utf8.RuneCount(piece)
 	if n >= t.max {
@@ -130,20 +129,31 @@ func (t *Tail) String() string {
 	return string(lastRunes(live, t.max-n)) + string(piece)
 }
 
-// literalPrefix returns a span covering the end of b if it is the start of
-// a known literal secret (at least 4 bytes of it), or nil.
-func (t *Tail) literalPrefix(b []byte) []span {
-	if t.r == nil {
-		return nil
-	}
-	for _, lit := range t.r.literals {
-		for k := min(len(lit)-1, len(b)); k >= 4; k-- {
-			if bytes.HasSuffix(b, lit[:k]) {
-				return []span{{len(b) - k, len(b)}}
+// unfinished returns spans that cover what may be a secret still being
+// written at the end of the pending line b, besides what the probe finds:
+// whatever a scan of b as it stands finds (a fixed-length key the probe
+// would lengthen past its rule), the start of a known literal (at least 4
+// bytes of it) and the password of a URL whose '@' has not come yet.
+func (t *Tail) unfinished(b []byte) []span {
+	sp, _ := t.r.scan(b, nil, Diagnostic)
+	if t.r != nil {
+	lits:
+		for _, lit := range t.r.literals {
+			for k := min(len(lit)-1, len(b)); k >= 4; k-- {
+				if bytes.HasSuffix(b, lit[:k]) {
+					sp = append(sp, span{len(b) - k, len(b)})
+					break lits
+				}
 			}
 		}
 	}
-	return nil
+	if k := bytes.LastIndex(b, []byte("://")); k >= 0 {
+		rest := b[k+3:]
+		if c := bytes.IndexByte(rest, ':'); c >= 0 && bytes.IndexAny(rest, "/@ \t\"'") < 0 {
+			sp = append(sp, span{k + 3 + c + 1, len(b)})
+		}
+	}
+	return sp
 }
 
 // feed appends data to the unfinished line, rendering pieces of long lines.
