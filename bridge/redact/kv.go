@@ -210,7 +210,8 @@ func urlPassword(b []byte, i int, sp []span, lv Level) []span {
 
 // placeholder reports a URL password that stands for one rather than being
 // one: a template ($VAR, ${x}, %s, <pass>, {{x}}, [x], ***), one character
-// repeated, or a plain word such as "password", "pass" or "secret".
+// repeated, or, once percent-decoded, a few letters without digits such as
+// "password", "pass", "My Pass" or "secret".
 func placeholder(p []byte) bool {
 	if len(p) < 3 || bytes.IndexByte([]byte("$%{<[*"), p[0]) >= 0 || bytes.Contains(p, []byte("{{")) {
 		return true
@@ -218,7 +219,20 @@ func placeholder(p []byte) bool {
 	if bytes.Count(p, p[:1]) == len(p) {
 		return true
 	}
-	return isWordy(p) || containsFold(p, "PASSWORD") || containsFold(p, "PASSWD") || containsFold(p, "SECRET")
+	letters := 0
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case isAlpha(c):
+			letters++
+		case c == '%' && i+2 < len(p):
+			i += 2 // an escaped separator ("%20", "%2F")
+		case c == '-' || c == '_' || c == '.' || c == '/':
+		default:
+			return false
+		}
+	}
+	return letters <= 12
 }
 
 // pemBody handles b[i] == '-' of "-----BEGIN ... PRIVATE KEY-----": it
@@ -247,6 +261,32 @@ func pemBody(b []byte, i int, lv Level) (s, e int, open, ok bool) {
 }
 
 var base64Chars = class("a-z", "A-Z", "0-9", "+/=")
+
+// pemLines appends a span for every run of key material in the body
+// b[s:e], line by line, so a diff or source file that holds the block keeps
+// its lines, its diff markers ("+" or "-" first on a line), its quotes and
+// its "\n" escapes.
+func pemLines(b []byte, s, e int, sp []span) []span {
+	for k := s; k < e; {
+		if !base64Chars[b[k]] {
+			k++
+			continue
+		}
+		x := run(b[:e], k, base64Chars)
+		from := k
+		if (b[k] == '+' || b[k] == '-') && (k == 0 || b[k-1] == '\n') {
+			from++ // a diff marker
+		}
+		if k > 0 && b[k-1] == '\\' {
+			from++ // the letter of an escape such as \n
+		}
+		if x-from >= 8 {
+			sp = append(sp, span{from, x})
+		}
+		k = x
+	}
+	return sp
+}
 
 // hasRun reports a run of at least n bytes of class c in b.
 func hasRun(b []byte, c *charClass, n int) bool {

@@ -48,12 +48,25 @@ type shapeRule struct {
 	fold     bool
 	re       string
 	entropy  float64 // minimum Shannon entropy (bits per byte) of the match
-	// term: gitleaks requires a terminator after the match (a quote,
-	// space, ';', "\n" or the end); we require that no token character
-	// follows. Without term, a longer run of token characters is redacted
-	// whole.
+	// term: gitleaks requires a terminator after the match: a quote or
+	// backtick, white space, ';', a backslash escape ("\n", \") or the end
+	// (we also take a '.' that ends a sentence). Without term, a longer run
+	// of token characters is redacted whole.
 	term bool
+	// need: character kinds the part after the prefix must contain, for
+	// rules whose shape an identifier can take ("s." + 24 letters is also
+	// s.onceSetNextProtoDefaults).
+	need need
 }
+
+type need uint8 // character kinds, see shapeRule.need
+
+const (
+	needDigit need = 1 << iota
+	needUpper
+	needLower
+	needLetter
+)
 
 var shapeRules = []shapeRule{
 	{id: "1password-secret-key", prefixes: []string{"A3-"}, re: `A3-[A-Z0-9]{6}-(?:(?:[A-Z0-9]{11})|(?:[A-Z0-9]{6}-[A-Z0-9]{5}))-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}`, entropy: 3.8, term: true},
@@ -159,17 +172,20 @@ var shapeRules = []shapeRule{
 	{id: "stripe-access-token", prefixes: []string{"sk_", "rk_"}, re: `(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}`, entropy: 2, term: true},
 	{id: "twilio-api-key", prefixes: []string{"SK"}, re: `SK[0-9a-fA-F]{32}`, entropy: 3},
 	{id: "vault-batch-token", prefixes: []string{"hvb."}, re: `hvb\.[\w-]{138,300}`, entropy: 4, term: true},
-	{id: "vault-service-token", prefixes: []string{"hvs.", "s."}, re: `(?:hvs\.[\w-]{90,120}|s\.(?i:[a-z0-9]{24}))`, entropy: 3.5, term: true},
+	{id: "vault-service-token", prefixes: []string{"hvs."}, re: `hvs\.[\w-]{90,120}`, entropy: 3.5, term: true},
+	// gitleaks' vault-service-token also takes the legacy "s." form; we
+	// require it to look generated (digits and both cases).
+	{id: "vault-service-token", prefixes: []string{"s."}, re: `s\.(?i:[a-z0-9]{24})`, entropy: 3.5, term: true, need: needDigit | needUpper | needLower},
 
 	// Provider key formats gitleaks has no rule for (or a stricter one than
 	// these keys follow): OpenAI-compatible providers (DeepSeek, OpenRouter
 	// sk-or-v1-, Moonshot, ...), NVIDIA, Google OAuth, Groq, xAI,
 	// Replicate, Hugging Face with digits.
-	{id: "cline-mcp-sk-key", prefixes: []string{"sk-"}, re: `sk-[A-Za-z0-9_-]{20,}`, entropy: 3.5},
-	{id: "cline-mcp-nvidia-key", prefixes: []string{"nvapi-"}, re: `nvapi-[A-Za-z0-9_-]{20,}`, entropy: 3},
-	{id: "cline-mcp-google-oauth", prefixes: []string{"ya29."}, re: `ya29\.[A-Za-z0-9_.-]{20,}`, entropy: 3},
-	{id: "cline-mcp-groq-key", prefixes: []string{"gsk_"}, re: `gsk_[A-Za-z0-9]{20,}`, entropy: 3},
-	{id: "cline-mcp-xai-key", prefixes: []string{"xai-"}, re: `xai-[A-Za-z0-9]{20,}`, entropy: 3},
-	{id: "cline-mcp-replicate-key", prefixes: []string{"r8_"}, re: `r8_[A-Za-z0-9]{20,}`, entropy: 3},
-	{id: "cline-mcp-huggingface-key", prefixes: []string{"hf_"}, re: `hf_[A-Za-z0-9]{30,}`, entropy: 3},
+	{id: "cline-mcp-sk-key", prefixes: []string{"sk-"}, re: `sk-[A-Za-z0-9_-]{20,}`, entropy: 3.5, need: needDigit | needLetter},
+	{id: "cline-mcp-nvidia-key", prefixes: []string{"nvapi-"}, re: `nvapi-[A-Za-z0-9_-]{20,}`, entropy: 3, need: needDigit | needLetter},
+	{id: "cline-mcp-google-oauth", prefixes: []string{"ya29."}, re: `ya29\.[A-Za-z0-9_.-]{20,}`, entropy: 3, need: needDigit | needLetter},
+	{id: "cline-mcp-groq-key", prefixes: []string{"gsk_"}, re: `gsk_[A-Za-z0-9]{20,}`, entropy: 3, need: needDigit | needLetter},
+	{id: "cline-mcp-xai-key", prefixes: []string{"xai-"}, re: `xai-[A-Za-z0-9]{20,}`, entropy: 3, need: needDigit | needLetter},
+	{id: "cline-mcp-replicate-key", prefixes: []string{"r8_"}, re: `r8_[A-Za-z0-9]{20,}`, entropy: 3, need: needDigit | needLetter},
+	{id: "cline-mcp-huggingface-key", prefixes: []string{"hf_"}, re: `hf_[A-Za-z0-9]{30,}`, entropy: 3, need: needDigit | needLetter},
 }

@@ -261,7 +261,10 @@ func (r *Redactor) scan(b []byte, sp []span, lv Level) (_ []span, open bool) {
 			i = skipTo(sp, n, i)
 		case fDash:
 			if s, e, o, ok := pemBody(b, i, lv); ok {
-				if e > s {
+				switch {
+				case lv == Precise:
+					sp = pemLines(b, s, e, sp)
+				case e > s:
 					sp = append(sp, span{s, e})
 				}
 				open = open || o

@@ -71,14 +71,14 @@ func minLen(re *syntax.Regexp) int {
 // matchAt reports whether the shape matches at b[i] (a word start) and
 // returns the end of the part to redact.
 func (s *shape) matchAt(b []byte, i int) (int, bool) {
-	ok := false
+	pl := 0
 	for _, p := range s.prefixes {
 		if hasPrefixAt(b, i, p, s.fold) {
-			ok = true
+			pl = len(p)
 			break
 		}
 	}
-	if !ok {
+	if pl == 0 {
 		return 0, false
 	}
 	if run(b, i, tokenChars)-i < s.minLen {
@@ -93,6 +93,9 @@ func (s *shape) matchAt(b []byte, i int) (int, bool) {
 	if s.entropy > 0 && entropy(b[i:e]) < s.entropy {
 		return 0, false
 	}
+	if s.need != 0 && !hasKinds(b[i+pl:e], s.need) {
+		return 0, false
+	}
 	if s.term {
 		if e < len(b) && !endsToken(b, e) {
 			return 0, false
@@ -102,14 +105,37 @@ func (s *shape) matchAt(b []byte, i int) (int, bool) {
 	return run(b, e, b64url), true
 }
 
-// endsToken reports whether b[e] ends a token: anything but a token
-// character, or a '.' that ends a sentence.
+// endsToken reports whether b[e] ends a token. gitleaks' terminators are
+// a quote or backtick, white space, ';' and a backslash escape; we also
+// take any other byte that cannot continue a token (')', ',', '&', '<',
+// ...) and a '.' that ends a sentence, but not '(' or a '.' followed by a
+// letter: a token followed by those is an identifier being called or
+// selected (s.onceSetNextProtoDefaults()).
 func endsToken(b []byte, e int) bool {
-	c := b[e]
-	if c == '.' {
-		return e+1 == len(b) || !isAlnum(b[e+1])
+	switch c := b[e]; c {
+	case '(':
+		return false
+	case '.':
+		return e+1 == len(b) || !isWord(b[e+1])
+	default:
+		return !tokenChars[c]
 	}
-	return !tokenChars[c]
+}
+
+// hasKinds reports whether t holds every character kind in n.
+func hasKinds(t []byte, n need) bool {
+	var have need
+	for _, c := range t {
+		switch {
+		case isDigit(c):
+			have |= needDigit
+		case isUpper(c):
+			have |= needUpper | needLetter
+		case isLower(c):
+			have |= needLower | needLetter
+		}
+	}
+	return have&n == n
 }
 
 func hasPrefixAt(b []byte, i int, p string, fold bool) bool {
