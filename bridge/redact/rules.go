@@ -12,7 +12,9 @@ package redact
 // sourcegraph PATs, facebook tokens), rules for paths (nuget, pkcs12,
 // kubernetes, freemius), multi-line curl rules, and rules whose anchor is
 // in the middle of the token (azure-ad-client-secret, hashicorp-tf,
-// maxmind). Rules marked cline-mcp are ours: provider key formats Cline
+// maxmind). Two patterns escape a '.' that gitleaks leaves as "any byte"
+// (slack-webhook-url, slack-config-access-token). Rules marked cline-mcp
+// are ours: provider key formats Cline
 // users configure that gitleaks has no rule for.
 //
 // gitleaks is MIT licensed:
@@ -161,13 +163,13 @@ var shapeRules = []shapeRule{
 	{id: "shopify-shared-secret", prefixes: []string{"shpss_"}, re: `shpss_[a-fA-F0-9]{32}`, entropy: 2},
 	{id: "slack-app-token", prefixes: []string{"xapp-"}, fold: true, re: `(?i)xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+`, entropy: 2},
 	{id: "slack-bot-token", prefixes: []string{"xoxb-"}, re: `xoxb-[0-9]{10,13}-[0-9]{10,13}[a-zA-Z0-9-]*`, entropy: 3},
-	{id: "slack-config-access-token", prefixes: []string{"xoxe.xoxb-", "xoxe.xoxp-"}, fold: true, re: `(?i)xoxe.xox[bp]-\d-[A-Z0-9]{163,166}`, entropy: 2},
+	{id: "slack-config-access-token", prefixes: []string{"xoxe.xox"}, fold: true, re: `(?i)xoxe\.xox[bp]-\d-[A-Z0-9]{163,166}`, entropy: 2},
 	{id: "slack-config-refresh-token", prefixes: []string{"xoxe-"}, fold: true, re: `(?i)xoxe-\d-[A-Z0-9]{146}`, entropy: 2},
 	{id: "slack-legacy-bot-token", prefixes: []string{"xoxb-"}, re: `xoxb-[0-9]{8,14}-[a-zA-Z0-9]{18,26}`, entropy: 2},
 	{id: "slack-legacy-token", prefixes: []string{"xoxo-", "xoxs-"}, re: `xox[os]-\d+-\d+-\d+-[a-fA-F\d]+`, entropy: 2},
 	{id: "slack-legacy-workspace-token", prefixes: []string{"xoxa-", "xoxr-"}, re: `xox[ar]-(?:\d-)?[0-9a-zA-Z]{8,48}`, entropy: 2},
 	{id: "slack-user-token", prefixes: []string{"xoxp-", "xoxe-"}, re: `xox[pe](?:-[0-9]{10,13}){3}-[a-zA-Z0-9-]{28,34}`, entropy: 2},
-	{id: "slack-webhook-url", prefixes: []string{"hooks.slack.com/"}, re: `hooks.slack.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}`},
+	{id: "slack-webhook-url", prefixes: []string{"hooks.slack.com/"}, re: `hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56}`},
 	{id: "square-access-token", prefixes: []string{"EAAA", "sq0atp-"}, re: `(?:EAAA|sq0atp-)[\w-]{22,60}`, entropy: 2, term: true},
 	{id: "stripe-access-token", prefixes: []string{"sk_", "rk_"}, re: `(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}`, entropy: 2, term: true},
 	{id: "twilio-api-key", prefixes: []string{"SK"}, re: `SK[0-9a-fA-F]{32}`, entropy: 3},
