@@ -198,7 +198,7 @@ func urlPassword(b []byte, i int, sp []span, lv Level) []span {
 			if lv == Precise && (placeholder(b[colon+1:k]) || k+1 >= len(b) || !(isAlnum(b[k+1]) || b[k+1] == '[')) {
 				return sp
 			}
-			return append(sp, span{colon + 1, k})
+			return appendSpan(sp, b, colon+1, k)
 		case c == ':' && colon < 0:
 			colon = k
 		case c <= ' ' || bytes.IndexByte([]byte("/?#\"'<>\\"), c) >= 0:
@@ -280,7 +280,7 @@ func pemLines(b []byte, s, e int, sp []span) []span {
 		if k > 0 && b[k-1] == '\\' {
 			from++ // the letter of an escape such as \n
 		}
-		if x-from >= 8 {
+		if x-from >= 4 && !(from > 0 && b[from-1] == '[' && string(b[from:x]) == "REDACTED") {
 			sp = append(sp, span{from, x})
 		}
 		k = x
