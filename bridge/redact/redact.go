@@ -191,13 +191,29 @@ func (r *Redactor) redactString(s string, lv Level) string {
 // result until nothing changes. It returns b itself and false when nothing
 // was replaced.
 func (r *Redactor) redact(b []byte, lv Level) (_ []byte, changed bool) {
-	var sp []span
-	for range maxPasses {
-		sp, _ = r.scan(b, sp[:0], lv)
-		if len(sp) == 0 {
+	return r.redactWith(b, lv, &scratch{})
+}
+
+// scratch is memory redactWith reuses: spans and two output buffers used
+// in turn by successive passes.
+type scratch struct {
+	spans []span
+	bufs  [2][]byte
+}
+
+// redactWith is redact with scratch memory; the result may live in s.
+func (r *Redactor) redactWith(b []byte, lv Level, s *scratch) (_ []byte, changed bool) {
+	for pass := range maxPasses {
+		s.spans, _ = r.scan(b, s.spans[:0], lv)
+		if len(s.spans) == 0 {
 			return b, changed
 		}
-		b, changed = apply(make([]byte, 0, len(b)), b, sp, 0, len(b), false), true
+		out := &s.bufs[pass%2]
+		if *out == nil {
+			*out = make([]byte, 0, len(b)+len(Marker))
+		}
+		*out = apply((*out)[:0], b, s.spans, 0, len(b), false)
+		b, changed = *out, true
 	}
 	return b, changed
 }

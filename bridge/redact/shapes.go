@@ -12,7 +12,9 @@ import (
 type shape struct {
 	*shapeRule
 	rx     *regexp.Regexp // the rule's pattern, anchored at the prefix
+	whole  *regexp.Regexp // the same, anchored at both ends
 	minLen int            // bytes of the shortest match
+	maxLen int            // bytes of the longest match, -1 unbounded
 }
 
 var compiled []*shape
@@ -36,7 +38,9 @@ func compileShapes() {
 		compiled = append(compiled, &shape{
 			shapeRule: r,
 			rx:        regexp.MustCompile(`^(?:` + r.re + `)`),
+			whole:     regexp.MustCompile(`^(?:` + r.re + `)$`),
 			minLen:    minLen(re),
+			maxLen:    maxLen(re),
 		})
 	}
 }
@@ -68,6 +72,63 @@ func minLen(re *syntax.Regexp) int {
 	return 0
 }
 
+// maxLen is the length in bytes of the longest ASCII string re matches,
+// or -1 when that is unbounded.
+func maxLen(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune)
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxLen(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		return -1
+	case syntax.OpRepeat:
+		n := maxLen(re.Sub[0])
+		if re.Max < 0 || n < 0 {
+			return -1
+		}
+		return re.Max * n
+	case syntax.OpConcat, syntax.OpAlternate:
+		n := 0
+		for _, s := range re.Sub {
+			m := maxLen(s)
+			if m < 0 {
+				return -1
+			}
+			if re.Op == syntax.OpConcat {
+				n += m
+			} else {
+				n = max(n, m)
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+// maxEndTries bounds the lengths end tries before it asks the regexp
+// package for the match (which allocates).
+const maxEndTries = 64
+
+// end returns the length of the match of s at the start of w, which
+// s.rx.Match(w) reported, without allocating: the longest length up to
+// the run of token bytes n that the pattern matches whole (for these token
+// patterns the same as the leftmost-first match, or longer).
+func (s *shape) end(w []byte, n int) int {
+	hi := min(len(w), n)
+	if s.maxLen >= 0 {
+		hi = min(hi, s.maxLen)
+	}
+	for l, tries := hi, 0; l >= s.minLen && tries < maxEndTries; l, tries = l-1, tries+1 {
+		if s.whole.Match(w[:l]) {
+			return l
+		}
+	}
+	return s.rx.FindIndex(w)[1]
+}
+
 // matchAt reports whether the shape matches at b[i] (a word start) and
 // returns the end of the part to redact.
 func (s *shape) matchAt(b []byte, i int) (int, bool) {
@@ -81,15 +142,15 @@ func (s *shape) matchAt(b []byte, i int) (int, bool) {
 	if pl == 0 {
 		return 0, false
 	}
-	if run(b, i, tokenChars)-i < s.minLen {
+	n := run(b, i, tokenChars) - i
+	if n < s.minLen || (s.need != 0 && !hasKinds(b[i+pl:i+n], s.need)) {
 		return 0, false
 	}
 	w := b[i:min(len(b), i+shapeWindow)]
 	if !s.rx.Match(w) {
 		return 0, false
 	}
-	loc := s.rx.FindIndex(w)
-	e := i + loc[1]
+	e := i + s.end(w, n)
 	if s.entropy > 0 && entropy(b[i:e]) < s.entropy {
 		return 0, false
 	}

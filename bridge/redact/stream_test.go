@@ -79,7 +79,7 @@ func TestTailMemoryBounded(t *testing.T) {
 	}
 }
 
-func loadJSONL(b *testing.B) []byte {
+func loadJSONL(b testing.TB) []byte {
 	data, err := os.ReadFile("testdata/denied_tools.stdout.jsonl")
 	if err != nil {
 		b.Fatal(err)

@@ -49,10 +49,14 @@ type Tail struct {
 	carry carry
 	spans []span // scratch
 	buf   []byte // scratch for rendered pieces
+	again scratch
 
-	out      []byte // redacted tail, valid UTF-8, live from outStart
+	// out holds the redacted tail as valid UTF-8 from outStart: at least
+	// the last max runes (4*max bytes always hold them), cut to runes only
+	// when read, so writing never counts runes.
+	out      []byte
 	outStart int
-	outRunes int
+	fix      []byte // scratch for a piece with invalid UTF-8
 }
 
 // carry is what one rendered piece tells the next piece of the same line
@@ -115,7 +119,7 @@ func (t *Tail) Bytes() int64 { return t.total.Load() }
 func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	live := t.out[t.outStart:]
+	live := lastRunes(t.out[t.outStart:], t.max)
 	if len(t.pend) == t.ctx && t.carry.forced == 0 {
 		return string(live)
 	}
@@ -229,36 +233,69 @@ func (t *Tail) render(dst, b []byte, from, cut int, extra []span) ([]byte, carry
 	dst = apply(dst, b, sp, from, cut, t.carry.markerOpen)
 	if len(sp) > 0 {
 		// Settle what only shows once a neighbour is replaced; see Redactor.redact.
-		if again, changed := t.r.redact(dst[n:], Diagnostic); changed {
+		if again, changed := t.r.redactWith(dst[n:], Diagnostic, &t.again); changed {
 			dst = append(dst[:n], again...)
 		}
 	}
 	return dst, c
 }
 
-// appendOut adds a rendered piece to the tail, dropping runes from the
-// front beyond max.
+// appendOut adds a rendered piece to the tail, dropping bytes from the
+// front beyond the 4*max that always hold the last max runes.
 func (t *Tail) appendOut(piece []byte) {
 	if len(piece) == 0 {
 		return
 	}
-	piece = validUTF8(piece)
-	n := utf8.RuneCount(piece)
-	if n >= t.max {
+	if !utf8.Valid(piece) {
+		t.fix = appendValidUTF8(t.fix[:0], piece)
+		piece = t.fix
+	}
+	keep := 4 * t.max
+	if len(piece) >= keep {
 		t.out = append(t.out[:0], lastRunes(piece, t.max)...)
-		t.outStart, t.outRunes = 0, t.max
+		t.outStart = 0
 		return
 	}
 	t.out = append(t.out, piece...)
-	t.outRunes += n
-	for ; t.outRunes > t.max; t.outRunes-- {
-		_, w := utf8.DecodeRune(t.out[t.outStart:])
-		t.outStart += w
+	if s := len(t.out) - keep; s > t.outStart {
+		for !utf8.RuneStart(t.out[s]) {
+			s++
+		}
+		t.outStart = s
 	}
-	if t.outStart > len(t.out)/2 {
+	if t.outStart > 2*keep {
 		t.out = t.out[:copy(t.out, t.out[t.outStart:])]
 		t.outStart = 0
 	}
+}
+
+// appendValidUTF8 appends b to dst with each invalid byte sequence
+// replaced by U+FFFD, as bytes.ToValidUTF8 does, without allocating
+// beyond dst.
+func appendValidUTF8(dst, b []byte) []byte {
+	invalid := false // previous byte was from an invalid sequence
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			dst = append(dst, c)
+			i++
+			invalid = false
+			continue
+		}
+		_, w := utf8.DecodeRune(b[i:])
+		if w == 1 {
+			if !invalid {
+				dst = append(dst, "\uFFFD"...)
+				invalid = true
+			}
+			i++
+			continue
+		}
+		dst = append(dst, b[i:i+w]...)
+		i += w
+		invalid = false
+	}
+	return dst
 }
 
 // lastRunes returns the suffix of valid UTF-8 b holding its last n runes.
