@@ -274,3 +274,20 @@ func TestNilRedactorUsesPatterns(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestManyLiteralsEveryAlignment covers the sampled search used from 8
+// literals on: every literal, at every offset from the start, at the very
+// end, and overlapping another, is found.
+func TestManyLiteralsEveryAlignment(t *testing.T) {
+	lits := append(manyLiteralsT(50), "abcdef", "xyz123456")
+	r := New(lits)
+	for _, lit := range lits {
+		for pad := range 9 {
+			for _, in := range []string{strings.Repeat(".", pad) + lit, strings.Repeat(".", pad) + lit + " tail", "a" + lit[:3] + lit} {
+				if got := r.Text(in); strings.Contains(got, lit) {
+					t.Fatalf("Text(%q) = %q, still contains literal %q", in, got, lit)
+				}
+			}
+		}
+	}
+}
