@@ -127,8 +127,8 @@ var valueChars = func() *charClass {
 
 // quotedValue matches a quoted string value at b[p] whose opening quote may
 // be escaped any number of times (\"sk-..\" inside a JSON string) and
-// returns the inner span. An unterminated value runs to the end of b:
-// when in doubt, redact.
+// returns the inner span. An unterminated value runs to the end of its
+// line: when in doubt, redact.
 func quotedValue(b []byte, p int, auth bool) (int, int, bool) {
 	m := 0
 	for p+m < len(b) && b[p+m] == '\\' {
@@ -140,12 +140,13 @@ func quotedValue(b []byte, p int, auth bool) (int, int, bool) {
 	q := b[p+m]
 	s := p + m + 1
 	e := len(b)
-	for k := s; k < len(b); {
-		x := bytes.IndexByte(b[k:], q)
-		if x < 0 {
+	for pos := s; pos < len(b); pos++ {
+		if c := b[pos]; c == '\n' {
+			e = pos
 			break
+		} else if c != q {
+			continue
 		}
-		pos := k + x
 		n := backslashesBefore(b, pos, s)
 		if n <= m {
 			e = pos - n
@@ -155,7 +156,6 @@ func quotedValue(b []byte, p int, auth bool) (int, int, bool) {
 			e = pos
 			break
 		}
-		k = pos + 1
 	}
 	if auth {
 		w := run(b, s, alnum)

@@ -221,7 +221,7 @@ func TestTextKeepsCode(t *testing.T) {
 		{`dsn := fmt.Sprintf("postgres://%s:%s@%s/%s", user, password, host, db)`, true},
 		{`url := "https://user:password@example.com/"`, true},
 		{`curl -u "$USER:$PASSWORD" https://api.example.invalid`, false},
-		{`-----BEGIN RSA PRIVATE KEY-----` + "\n...\n" + `-----END RSA PRIVATE KEY-----`, true},
+		{`-----BEGIN RSA PRIVATE KEY-----` + "\n...\n" + `-----END RSA PRIVATE KEY-----`, false},
 		{`{"apiKey": "${OPENAI_API_KEY}", "token": "<your token>"}`, true},
 		{`client_secret = settings.CLIENT_SECRET`, true},
 		{`sk-learn and task-sk-list and s.mu.Lock() and SKIP_TESTS=1`, false},

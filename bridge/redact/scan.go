@@ -220,53 +220,42 @@ func appendOnce(list []*shape, s *shape) []*shape {
 func (r *Redactor) scan(b []byte, sp []span, lv Level) (_ []span, open bool) {
 	t := tables[lv]
 	noJWT := 0 // no JWT starts before this index (keeps "eyJ-eyJ-..." linear)
-	prevWord := false
-	for i := 0; i < len(b); i++ {
+	n := len(b)
+	for i := 0; i < n; i++ {
 		f := t.flags[b[i]]
 		if f == 0 {
-			prevWord = false
 			continue
 		}
-		if f&fWord != 0 {
-			if prevWord {
-				continue
+		if f == fWord {
+			// b[i] starts a word: the loop skips the rest of every word.
+			if i+1 < n {
+				if w := t.pairIdx[uint16(b[i])<<8|uint16(b[i+1])]; w != 0 {
+					if s, e, ok := wordAt(b, i, &t.starts[w], lv, &noJWT); ok {
+						sp = append(sp, span{s, e})
+						i = e - 1
+					}
+				}
 			}
-			prevWord = true
-			if i+1 >= len(b) {
-				continue
-			}
-			w := t.pairIdx[uint16(b[i])<<8|uint16(b[i+1])]
-			if w == 0 {
-				continue
-			}
-			if s, e, ok := wordAt(b, i, &t.starts[w], lv, &noJWT); ok {
-				sp = append(sp, span{s, e})
-				i = e - 1
-				prevWord = isWord(b[i])
+			for i+1 < n && t.flags[b[i+1]] == fWord {
+				i++
 			}
 			continue
 		}
-		prevWord = false
 		switch f {
 		case fColon:
-			n := len(sp)
+			m := len(sp)
 			if lv == Diagnostic {
 				sp = colonValue(b, i, sp)
 			}
 			sp = urlPassword(b, i, sp, lv)
-			i = skipTo(sp, n, i)
+			i = skipTo(sp, m, i)
 		case fEq:
-			n := len(sp)
+			m := len(sp)
 			sp = equalsValue(b, i, sp)
-			i = skipTo(sp, n, i)
+			i = skipTo(sp, m, i)
 		case fDash:
 			if s, e, o, ok := pemBody(b, i, lv); ok {
-				switch {
-				case lv == Precise:
-					sp = pemLines(b, s, e, sp)
-				case e > s:
-					sp = append(sp, span{s, e})
-				}
+				sp = pemLines(b, s, e, sp)
 				open = open || o
 				i = max(i, e-1)
 			}

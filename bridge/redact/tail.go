@@ -89,6 +89,10 @@ func (t *Tail) Write(p []byte) (int, error) {
 			break
 		}
 		if len(t.pend) == 0 && i <= chunkCap {
+			// All complete lines that fit in one chunk, rendered at once
+			// (no detector reaches across a line end, so this is the same
+			// as one line at a time, only faster).
+			i = bytes.LastIndexByte(p[:min(len(p), chunkCap+1)], '\n')
 			t.endLine(p[:i], 0, true)
 		} else {
 			t.feed(p[:i])
@@ -214,10 +218,10 @@ func (t *Tail) render(dst, b []byte, from, cut int, extra []span) ([]byte, carry
 	inPEM := t.carry.inPEM
 	if inPEM {
 		if y := bytes.Index(b[from:], []byte("-----END")); y >= 0 {
-			sp = append(sp, span{from, from + y})
+			sp = pemLines(b, from, from+y, sp)
 			inPEM = false
 		} else {
-			sp = append(sp, span{from, len(b)})
+			sp = pemLines(b, from, len(b), sp)
 		}
 	}
 	sp, open := t.r.scan(b, sp, Diagnostic)
