@@ -172,3 +172,25 @@ func commitAll(t *testing.T, repo string) {
 		t.Fatalf("git commit: %v\n%s", err, b)
 	}
 }
+
+// TestKnownSecretsRedactedInAnswers: the values the server knows are redacted from the answer
+// at every level — a Cline account token from providers.json also when printed without its
+// "workos:" prefix, and a --docker-env variable whose name says nothing about secrets.
+func TestKnownSecretsRedactedInAnswers(t *testing.T) {
+	const account = "Wk9sEcReTaccount0123456789abcdefXYZ"
+	const plain = "acme-plain-value-4711"
+	e := newEnv(t)
+	providers := strings.Replace(providersBefore, `"provider": "openai-compatible"`,
+		`"provider": "openai-compatible", "auth": {"accessToken": "workos:`+account+`"}`, 1)
+	if err := os.WriteFile(e.providers, []byte(providers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A server of its own with the variable in its environment (newEnv's has none).
+	e.startWithEnv([]string{"ACME_ACCESS=" + plain}, "--docker-env", "ACME_ACCESS")
+	text := "account " + account + ", with prefix workos:" + account + ", acme " + plain + "."
+	res, sc := e.call("ask_cline", map[string]any{"prompt": "Tell fake:pong?" + url.Values{"text": {text}}.Encode()})
+	wantOK(t, res, sc)
+	if got, want := str(sc, "text"), "account [REDACTED], with prefix [REDACTED], acme [REDACTED]."; got != want {
+		t.Errorf("text = %q, want %q", got, want)
+	}
+}
