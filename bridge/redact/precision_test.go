@@ -175,7 +175,7 @@ func TestPrecisionSourceCorpus(t *testing.T) {
 		if i == 8 {
 			break
 		}
-		t.Logf("precision:   %s:%d\n    %s\n -> %s", ch.file, ch.n, clip(ch.from), clip(ch.to))
+		t.Logf("precision:   %s:%d  %s  ->  %s", ch.file, ch.n, clip(ch.from), clip(ch.to))
 	}
 	for _, ch := range wrong {
 		t.Errorf("%s:%d is not a credential shape but Text changed it:\n  %s\n  %s", ch.file, ch.n, ch.from, ch.to)
