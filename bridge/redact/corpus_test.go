@@ -131,6 +131,10 @@ var secretCorpus = []secretCase{
 	{"jwt in a query string", "GET /cb?id_token=eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJodHRwczovL2V4YW1wbGUifQ.c2lnbmF0dXJlLXZhbHVlLTEyMzQ1Ng&state=1", "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJodHRwczovL2V4YW1wbGUifQ.c2lnbmF0dXJlLXZhbHVlLTEyMzQ1Ng", []string{"&state=1"}, Precise},
 	{"url password in code", `db, err := sql.Open("postgres", "postgres://app:Xk29fLq0zP@db.internal:5432/app")`, "Xk29fLq0zP", []string{`"postgres://app:`, `@db.internal:5432/app")`}, Precise},
 	{"bearer generated in a curl line", "curl -H 'Authorization: Bearer 7f3a9c2e1b4d6f8a0c2e4b6d8f0a2c4e' https://api.example.invalid", "7f3a9c2e1b4d6f8a0c2e4b6d8f0a2c4e", []string{"Authorization: Bearer ", "' https://api.example.invalid"}, Precise},
+	{"env value that looks generated", "OPENAI_API_KEY=7Fq2x9Wv4k1Zp0aBcDeF3", "7Fq2x9Wv4k1Zp0aBcDeF3", []string{"OPENAI_API_KEY="}, Precise},
+	{"json value that looks generated", `{"apiKey":"LIVE7q2x9Wv4k1Zp0aBcDeFgSECRET"}`, "LIVE7q2x9Wv4k1Zp0aBcDeFgSECRET", []string{`{"apiKey":"`, `"}`}, Precise},
+	{"yaml hex value", "  api_key: 9f8e7d6c5b4a39281706f5e4d3c2b1a0\n", "9f8e7d6c5b4a39281706f5e4d3c2b1a0", []string{"  api_key: "}, Precise},
+	{"go secret literal", `const clientSecret = "Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1"`, "Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1", []string{`const clientSecret = "`}, Precise},
 	{"aws key id in prose", "The key AKIA2OGYBAH6STMMNXNN was rotated.", "AKIA2OGYBAH6STMMNXNN", []string{"The key ", " was rotated."}, Precise},
 }
 

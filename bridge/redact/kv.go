@@ -10,7 +10,7 @@ import "bytes"
 // a JSON string, 'apiKey') keeps only string values; an unquoted name
 // (Authorization:, X-Api-Key:, password:) takes a quoted value, or an
 // unquoted token that looks secret or ends the line.
-func colonValue(b []byte, i int, sp []span) []span {
+func colonValue(b []byte, i int, sp []span, lv Level) []span {
 	j := i - 1
 	for j >= 0 && (b[j] == ' ' || b[j] == '\t') {
 		j--
@@ -52,7 +52,7 @@ func colonValue(b []byte, i int, sp []span) []span {
 		p++
 	}
 	if s, e, ok := quotedValue(b, p, authName(name)); ok {
-		return appendSpan(sp, b, s, e)
+		return appendValue(lv, sp, b, s, e, true)
 	}
 	if quotedKey {
 		return sp // a number, bool, null, object or array: not a string secret
@@ -63,10 +63,10 @@ func colonValue(b []byte, i int, sp []span) []span {
 		for s < len(b) && b[s] == ' ' {
 			s++
 		}
-		return appendSpan(sp, b, s, run(b, s, valueChars))
+		return appendValue(lv, sp, b, s, run(b, s, valueChars), false)
 	}
 	if looksSecret(b[s:e]) || (e-s >= 6 && atLineEnd(b, e)) {
-		return appendSpan(sp, b, s, e)
+		return appendValue(lv, sp, b, s, e, false)
 	}
 	return sp
 }
@@ -75,7 +75,7 @@ func colonValue(b []byte, i int, sp []span) []span {
 // --api-key=value and ?api_key=value. Without spaces around '=' any value is
 // redacted (the syntax is a definition); "name = value" needs a quoted or
 // secret-looking value.
-func equalsValue(b []byte, i int, sp []span) []span {
+func equalsValue(b []byte, i int, sp []span, lv Level) []span {
 	if i+1 < len(b) && b[i+1] == '=' {
 		return sp
 	}
@@ -102,13 +102,13 @@ func equalsValue(b []byte, i int, sp []span) []span {
 		spaced = true
 	}
 	if s, e, ok := quotedValue(b, p, false); ok {
-		return appendSpan(sp, b, s, e)
+		return appendValue(lv, sp, b, s, e, true)
 	}
 	e := run(b, p, valueChars)
 	if e == p || (spaced && !looksSecret(b[p:e])) {
 		return sp
 	}
-	return appendSpan(sp, b, p, e)
+	return appendValue(lv, sp, b, p, e, false)
 }
 
 // valueChars are the bytes of an unquoted value: everything but whitespace,
@@ -165,6 +165,76 @@ func quotedValue(b []byte, p int, auth bool) (int, int, bool) {
 		}
 	}
 	return s, e, true
+}
+
+// appendValue adds the value b[s:e] of a secret name: at Diagnostic
+// always, at Precise only when the value itself looks generated (see
+// generatedValue), so `password=form.value` stays and
+// `API_KEY=7Fq2x9Wv4k1Zp0aBcDe` does not; and not when it is shaped like
+// an identifier made of words (see codeLike) or, unquoted, followed by
+// '(', '{' or '[' (a call or a literal).
+func appendValue(lv Level, sp []span, b []byte, s, e int, quoted bool) []span {
+	if lv == Precise {
+		if !generatedValue(b[s:e]) || codeLike(b[s:e]) {
+			return sp
+		}
+		if !quoted && e < len(b) && (b[e] == '(' || b[e] == '{' || b[e] == '[') {
+			return sp
+		}
+	}
+	return appendSpan(sp, b, s, e)
+}
+
+// generatedValue is gitleaks' generic-api-key judgement of a value after a
+// secret name, made stricter: 16 to 150 token characters (no spaces,
+// quotes, "$" or braces: not an expression or a template), letters and
+// digits, and an entropy of at least 3.5 bits per byte (gitleaks'
+// threshold).
+func generatedValue(v []byte) bool {
+	if len(v) < 16 || len(v) > 150 || run(v, 0, tokenChars) != len(v) {
+		return false
+	}
+	return hasKinds(v, needDigit|needLetter) && entropy(v) >= 3.5
+}
+
+// codeLike reports a value shaped like a camelCase identifier made of
+// words (testEd25519PrivateKey, hexECTestPKCS8Key, encryptionKey1024):
+// letters of both cases, digits, '_' and '.', starting with a letter,
+// whose words are mostly three letters or longer. A generated key splits
+// into many one- and two-letter pieces (q2x9Wv4k1Zp0aBcDe); keys in one
+// case (AWS, hex) are never code-like.
+func codeLike(v []byte) bool {
+	if len(v) == 0 || !isAlpha(v[0]) || !hasKinds(v, needUpper|needLower) {
+		return false
+	}
+	words, short, n := 0, 0, 0 // letter words, those under 3 letters, letters in the current word
+	end := func() {
+		if n > 0 {
+			words++
+			if n < 3 {
+				short++
+			}
+		}
+		n = 0
+	}
+	for i, c := range v {
+		switch {
+		case isUpper(c):
+			// fooBar, or the last capital of an acronym: ECKey.
+			if i > 0 && (isLower(v[i-1]) || (isUpper(v[i-1]) && i+1 < len(v) && isLower(v[i+1]))) {
+				end()
+			}
+			n++
+		case isLower(c):
+			n++
+		case isDigit(c), c == '_', c == '.':
+			end()
+		default:
+			return false
+		}
+	}
+	end()
+	return 3*short < words
 }
 
 // appendSpan adds [s, e) unless it is empty or already just a Marker, which

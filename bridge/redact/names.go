@@ -81,6 +81,11 @@ func secretName(name []byte) bool {
 		return false
 	}
 	for _, w := range words[:n] {
+		if eqFold(w, "PUBLIC") || eqFold(w, "PUB") || eqFold(w, "PUBKEY") {
+			return false // a public key is not a secret
+		}
+	}
+	for _, w := range words[:n] {
 		switch {
 		case containsFold(w, "SECRET"), containsFold(w, "PASSWORD"), containsFold(w, "PASSWD"),
 			containsFold(w, "PASSPHRASE"), containsFold(w, "CREDENTIAL"):

@@ -91,9 +91,11 @@ type changedLine struct {
 // oracle decides, independently of the scanner, whether a changed line is
 // a credential shape: a line inside a PEM private key block, or a line
 // that holds a match of one of the shape rules' regexps (compiled on their
-// own, with gitleaks' leading \b), a JWT, a "Bearer"/"Basic" credential or
-// a URL with a password. Name-based evidence ("password =", "Secret:") is
-// not in it: Text must never change a line for a name alone.
+// own, with gitleaks' leading \b), a JWT, a "Bearer"/"Basic" credential, a
+// URL with a password, or gitleaks' own generic-api-key rule (a secret
+// keyword assigned a value of 3.5+ bits of entropy, see genericAPIKey).
+// A name alone ("password =", "Secret:") is not in it: Text must never
+// change a line for a name alone.
 var oracle = func() []*regexp.Regexp {
 	var res []*regexp.Regexp
 	for _, r := range shapeRules {
@@ -108,6 +110,23 @@ var oracle = func() []*regexp.Regexp {
 	}
 	return res
 }()
+
+// gitleaksGeneric is gitleaks' generic-api-key regexp, verbatim (MIT, see
+// rules.go).
+var gitleaksGeneric = regexp.MustCompile(`(?i)[\w.-]{0,50}?(?:access|auth|(?-i:[Aa]pi|API)|credential|creds|key|passw(?:or)?d|secret|token)(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}([\w.=-]{10,150}|[a-z0-9][a-z0-9+/]{11,}={0,3})(?:[\x60'"\s;]|\\[nr]|$)`)
+
+var lettersOnly = regexp.MustCompile(`^[a-zA-Z_.-]+$`)
+
+// genericAPIKey applies gitleaks' generic-api-key rule to a line: a match
+// whose secret has 3.5 or more bits of entropy and is not letters only.
+func genericAPIKey(line string) bool {
+	for _, m := range gitleaksGeneric.FindAllStringSubmatch(line, -1) {
+		if entropy([]byte(m[1])) >= 3.5 && !lettersOnly.MatchString(m[1]) {
+			return true
+		}
+	}
+	return false
+}
 
 // textChanges runs the Precise scan over every corpus file and returns the
 // lines its spans touch, each judged by the oracle.
@@ -140,7 +159,7 @@ func textChanges(c *sourceCorpus, r *Redactor) []changedLine {
 				inPEM = true
 			}
 			if touched[i] {
-				ok := inPEM
+				ok := inPEM || genericAPIKey(line)
 				for _, re := range oracle {
 					ok = ok || re.MatchString(line)
 				}
@@ -225,6 +244,12 @@ func TestTextKeepsCode(t *testing.T) {
 		{`{"apiKey": "${OPENAI_API_KEY}", "token": "<your token>"}`, true},
 		{`client_secret = settings.CLIENT_SECRET`, true},
 		{`sk-learn and task-sk-list and s.mu.Lock() and SKIP_TESTS=1`, false},
+		{"\t\tkey:  testEd25519PrivateKey,", true},
+		{`	"encryptionKey": "encryptionKey1024",`, true},
+		{`	PublicKey: "04ead218590119e8876b29146ff89ca61770c4edbbf97d38ce385ed281d8a6b2",`, false},
+		{"// readUint16LengthPrefixed acts like s.ReadUint16LengthPrefixed, but targets a", false},
+		{`req.Header.Set("Authorization", "Bearer " + accessToken2024)`, false},
+		{"Authorization: Bearer accessTokenForTests1", true},
 	} {
 		if got := r.Text(tc.in); got != tc.in {
 			t.Errorf("Text(%q) = %q, want it unchanged", tc.in, got)

@@ -145,9 +145,7 @@ func init() {
 		}
 		t.flags[':'] = fColon
 		t.flags['-'] = fDash
-		if lv == Diagnostic {
-			t.flags['='] = fEq
-		}
+		t.flags['='] = fEq
 		// mark applies f to the entry of every key of prefix, creating
 		// entries as needed.
 		mark := func(prefix string, fold bool, f func(*wordStart)) {
@@ -244,14 +242,12 @@ func (r *Redactor) scan(b []byte, sp []span, lv Level) (_ []span, open bool) {
 		switch f {
 		case fColon:
 			m := len(sp)
-			if lv == Diagnostic {
-				sp = colonValue(b, i, sp)
-			}
+			sp = colonValue(b, i, sp, lv)
 			sp = urlPassword(b, i, sp, lv)
 			i = skipTo(sp, m, i)
 		case fEq:
 			m := len(sp)
-			sp = equalsValue(b, i, sp)
+			sp = equalsValue(b, i, sp, lv)
 			i = skipTo(sp, m, i)
 		case fDash:
 			if s, e, o, ok := pemBody(b, i, lv); ok {

@@ -157,6 +157,9 @@ func (s *shape) matchAt(b []byte, i int) (int, bool) {
 	if s.need != 0 && !hasKinds(b[i+pl:e], s.need) {
 		return 0, false
 	}
+	if codeLike(b[i+pl : e]) {
+		return 0, false // s.ReadUint16LengthPrefixed
+	}
 	if s.term {
 		if e < len(b) && !endsToken(b, e) {
 			return 0, false
@@ -237,8 +240,9 @@ func entropy(b []byte) float64 {
 // kind of credential was there.
 //   - "Bearer <token>": at Diagnostic any token that is not a plain word;
 //     at Precise a token that looks generated: 16 or more characters with
-//     letters and digits and an entropy of at least 3 bits per byte
-//     (`Bearer ${token}` and "Bearer token" stay).
+//     letters and digits, an entropy of at least 3 bits per byte, not a
+//     camelCase identifier (`Bearer ${token}`, "Bearer token" and
+//     "Bearer accessToken2" stay).
 //   - "Basic <base64>": base64 that decodes to printable "user:password".
 func authAt(b []byte, i int, lv Level) (int, int, bool) {
 	var n int
@@ -265,7 +269,7 @@ func authAt(b []byte, i int, lv Level) (int, int, bool) {
 	if lv == Diagnostic {
 		return s, e, len(t) >= 4 && !isWordy(t)
 	}
-	return s, e, generated(t, 16, 3)
+	return s, e, generated(t, 16, 3) && !codeLike(t)
 }
 
 // generated reports a token that looks machine-made: at least n bytes,
