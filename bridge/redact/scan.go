@@ -219,8 +219,9 @@ func (r *Redactor) scan(b []byte, sp []span, lv Level) (_ []span, open bool) {
 	t := tables[lv]
 	noJWT := 0 // no JWT starts before this index (keeps "eyJ-eyJ-..." linear)
 	n := len(b)
+	flags := &t.flags
 	for i := 0; i < n; i++ {
-		f := t.flags[b[i]]
+		f := flags[b[i]]
 		if f == 0 {
 			continue
 		}
@@ -234,9 +235,13 @@ func (r *Redactor) scan(b []byte, sp []span, lv Level) (_ []span, open bool) {
 					}
 				}
 			}
-			for i+1 < n && t.flags[b[i+1]] == fWord {
-				i++
+			j := i + 1
+			for ; j < len(b); j++ {
+				if flags[b[j]] != fWord {
+					break
+				}
 			}
+			i = j - 1
 			continue
 		}
 		switch f {
