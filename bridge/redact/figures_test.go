@@ -66,39 +66,15 @@ func TestFigures(t *testing.T) {
 		code = append(code, f.data...)
 	}
 	r := New(manyLiterals(50))
-	write := func(data []byte, piece int) func(b *testing.B) {
-		return func(b *testing.B) {
-			tail := r.NewTail(0)
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for b.Loop() {
-				for p := data; len(p) > 0; {
-					n := min(piece, len(p))
-					tail.Write(p[:n])
-					p = p[n:]
-				}
-			}
-		}
-	}
-	str := func(f func(string) string, data []byte) func(b *testing.B) {
-		s := string(data)
-		return func(b *testing.B) {
-			b.SetBytes(int64(len(s)))
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = f(s)
-			}
-		}
-	}
 	cases := []struct {
 		name string
 		f    func(b *testing.B)
 	}{
-		{"tail (Diagnostic) Cline JSONL, 4 KiB writes", write(jsonl, 4096)},
-		{"tail (Diagnostic) Go source, 4 KiB writes", write(code, 4096)},
-		{"Text (Precise) Go source", str(r.Text, code)},
-		{"Text (Precise) Cline JSONL", str(r.Text, jsonl)},
-		{"String (Diagnostic) Cline JSONL", str(r.String, jsonl)},
+		{"tail (Diagnostic) Cline JSONL, 4 KiB writes", func(b *testing.B) { benchWrite(b, r, jsonl, 4096) }},
+		{"tail (Diagnostic) Go source, 4 KiB writes", func(b *testing.B) { benchWrite(b, r, code, 4096) }},
+		{"Text (Precise) Go source", func(b *testing.B) { benchString(b, r.Text, string(code)) }},
+		{"Text (Precise) Cline JSONL", func(b *testing.B) { benchString(b, r.Text, string(jsonl)) }},
+		{"String (Diagnostic) Cline JSONL", func(b *testing.B) { benchString(b, r.String, string(jsonl)) }},
 	}
 	for _, c := range cases {
 		var wall, cpu []float64
