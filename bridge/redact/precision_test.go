@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -46,9 +45,13 @@ func loadSourceCorpus(tb testing.TB) *sourceCorpus {
 }
 
 func (c *sourceCorpus) load() error {
-	goroot := runtime.GOROOT()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return fmt.Errorf("go env GOROOT: %w", err)
+	}
+	goroot := strings.TrimSpace(string(out))
 	c.roots = []string{filepath.Join(goroot, "src", "net", "http"), filepath.Join(goroot, "src", "crypto")}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/mark3labs/mcp-go", "github.com/moby/moby/client").Output()
+	out, err = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/mark3labs/mcp-go", "github.com/moby/moby/client").Output()
 	if err != nil {
 		return fmt.Errorf("go list the corpus modules (run go mod download): %w", err)
 	}
