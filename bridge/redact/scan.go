@@ -121,7 +121,7 @@ type scanTable struct {
 // pair of bytes.
 type wordStart struct {
 	shapes []*shape
-	loose  bool // the looser Diagnostic token rules, JWTs and Bearer/Basic
+	loose  bool // the looser Diagnostic token rules (looseRules)
 	jwt    bool
 	auth   bool // "Bearer <token>", "Basic <base64>"
 }

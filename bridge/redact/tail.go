@@ -29,7 +29,8 @@ const (
 // still being written ("sk-ab", "API_KEY=x") is judged as if it went on.
 var probe = []byte(strings.Repeat("0A", 20))
 
-// Tail is an io.Writer that redacts a stream line by line and keeps the
+// Tail is an io.Writer that redacts a stream line by line at the Diagnostic
+// level (it holds stdout/stderr tails) and keeps the
 // last maxChars runes of the redacted result. Memory is bounded by a small
 // constant (about 64 KiB of pending line plus a few times maxChars) however
 // much is written. Invalid UTF-8 is shown as U+FFFD.
