@@ -16,9 +16,6 @@ var figureRuns = flag.Int("figures.runs", 5, "runs per TestFigures case")
 // nothing: a Tail write of a Cline JSONL or Go source piece, and Text and
 // String of text without secrets.
 func TestHotPathAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts differ under -race")
-	}
 	jsonl := loadJSONL(t)
 	src := loadSourceCorpus(t)
 	var code []byte
