@@ -143,8 +143,8 @@ func (s *shape) matchAt(b []byte, i int) (int, bool) {
 		return 0, false
 	}
 	n := run(b, i, tokenChars) - i
-	if n < s.minLen || (s.need != 0 && !hasKinds(b[i+pl:i+n], s.need)) {
-		return 0, false
+	if n < s.minLen || (s.need != 0 && !hasKinds(b[i+pl:i+n], s.need)) || codeLike(b[i+pl:run(b, i+pl, alnumUnder)]) {
+		return 0, false // (an identifier is rejected before the regexp runs, too)
 	}
 	w := b[i:min(len(b), i+shapeWindow)]
 	if !s.rx.Match(w) {
