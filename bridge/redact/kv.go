@@ -140,13 +140,20 @@ func quotedValue(b []byte, p int, auth bool) (int, int, bool) {
 	q := b[p+m]
 	s := p + m + 1
 	e := len(b)
-	for pos := s; pos < len(b); pos++ {
-		if c := b[pos]; c == '\n' {
-			e = pos
-			break
-		} else if c != q {
-			continue
+	for k := s; k < len(b); {
+		x := bytes.IndexByte(b[k:], q)
+		if x < 0 {
+			x = len(b) - k
 		}
+		if nl := bytes.IndexByte(b[k:k+x], '\n'); nl >= 0 {
+			e = k + nl
+			break
+		}
+		if k+x == len(b) {
+			break
+		}
+		pos := k + x
+		k = pos + 1
 		n := backslashesBefore(b, pos, s)
 		if n <= m {
 			e = pos - n
