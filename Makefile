@@ -42,12 +42,18 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
 
-## bench: bridge overhead and memory benchmarks (numbers, not pass/fail)
+## bench: bridge overhead and memory benchmarks (numbers, not pass/fail), then the redaction
+## figures: precision over real Go source, recall over the secret corpus and generated samples,
+## throughput medians (wall and per CPU-second) and allocations
 bench: build image-fake
 	$(GO) run ./cmd/benchbridge -cline-mcp $(BIN)/cline-mcp -fake $(BIN)/fake-cline \
 	  $$(docker info >/dev/null 2>&1 && echo -docker-image $(FAKE_IMAGE)) \
 	  $(if $(BASELINE),-baseline-cline-mcp $(BASELINE))
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./sandbox/worktree/ ./sandbox/host/ ./bridge/redact/ ./bridge/cline/
+	@$(GO) test -count=1 -run '^(TestPrecisionSourceCorpus|TestRedactCorpus|TestRecallGeneratedSamples|TestFigures)$$' \
+	  -v ./bridge/redact/ -args -figures > $(BIN)/redact-figures.txt 2>&1 || { cat $(BIN)/redact-figures.txt; exit 1; }
+	@echo "redaction figures:"
+	@grep -E '(precision|recall|throughput):' $(BIN)/redact-figures.txt | sed -E 's/^ *[a-z_]+\.go:[0-9]+: /  /'
 
 ## e2e: the testcontainers-go end-to-end suite against the fake Cline image
 e2e: image-fake

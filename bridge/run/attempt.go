@@ -278,15 +278,19 @@ func (k *call) writeGlobalSettings(dst, userPath string, disabled []string) (str
 	return dst, nil
 }
 
-// onEvent turns live stream events into short, redacted progress messages.
+// onEvent turns live stream events into short, redacted progress messages. Text is redacted
+// before it is cut to a snippet, so a cut never leaves half a secret unrecognised: answers at the
+// precise level (like the result's text), error events at the diagnostic level.
 func (k *call) onEvent(n int, ev cline.Event) {
-	msg := ev.Progress()
+	msg := k.red.Text(ev.Progress())
 	switch {
 	case ev.Type == "agent_event" && ev.EventType == "content_end" && ev.ContentType == "text" && ev.Text != "":
-		msg = "answer: " + snippet(ev.Text, 100)
+		msg = "answer: " + snippet(k.red.Text(ev.Text), 100)
+	case ev.Type == "agent_event" && ev.EventType == "error":
+		msg = "error: " + snippet(k.red.String(ev.Text), 120)
 	case ev.Type == "run_result" && ev.Text != "":
 		// The throttle keeps only the latest message, so the last one carries the answer too.
-		msg += ": " + snippet(ev.Text, 100)
+		msg += ": " + snippet(k.red.Text(ev.Text), 100)
 	}
 	if msg == "" {
 		return
@@ -294,7 +298,7 @@ func (k *call) onEvent(n int, ev cline.Event) {
 	if n > 1 {
 		msg = fmt.Sprintf("attempt %d: %s", n, msg)
 	}
-	k.progress(k.red.String(msg))
+	k.progress(msg)
 }
 
 // snippet is the first n runes of s on one line.
