@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 // DefaultRootName is the directory under os.TempDir() that holds our worktrees.
@@ -170,7 +172,7 @@ func (m *Manager) Add(ctx context.Context, repoDir string) (*Worktree, error) {
 		return nil, &SetupError{Repo: src.Top, Err: err}
 	}
 	o := owner{Tool: ownerTool, PID: os.Getpid(), Repo: src.CommonDir, Created: time.Now().UTC()}
-	o.PIDStartTime, _ = processStartTime(o.PID)
+	o.PIDStartTime = proc.Self().Start
 	entry, err := m.newEntry(o)
 	if err != nil {
 		return nil, &SetupError{Repo: src.Top, Err: err}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 func newManager(t *testing.T) *Manager {
@@ -311,7 +313,7 @@ func TestSweep(t *testing.T) {
 	}
 	rewriteOwner(t, dead, func(o *owner) { o.PID = child.Process.Pid; o.PIDStartTime = 1 })
 	// Our own pid with another start time: the pid was reused by an unrelated process.
-	if _, ok := processStartTime(os.Getpid()); ok {
+	if proc.Self().Start != 0 {
 		rewriteOwner(t, reused, func(o *owner) { o.PIDStartTime++ })
 	} else {
 		reused = nil

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 // Sweep removes the leftovers of servers that died without cleaning up: every entry under Root
@@ -63,17 +65,15 @@ func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
 	return removed, errors.Join(errs...)
 }
 
-// ownerAlive reports whether the process that wrote o still runs. When the platform cannot
-// tell a start time, a live pid is trusted (never remove what might be in use).
+// ownerAlive reports whether the process that wrote o still runs (sandbox/proc: pid plus start
+// time, on Linux, macOS and Windows). Where that cannot be judged, the owner counts as alive:
+// never remove what might be in use.
 func ownerAlive(o owner) bool {
-	if !processAlive(o.PID) {
-		return false
+	if o.PIDStartTime != 0 {
+		return !proc.Gone(o.PID, o.PIDStartTime)
 	}
-	if o.PIDStartTime == 0 {
-		return true
-	}
-	start, ok := processStartTime(o.PID)
-	return !ok || start == o.PIDStartTime
+	_, err := proc.StartTime(o.PID)
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 // readSmall reads a regular file of at most 64 KiB without following a symlink.

@@ -3,17 +3,10 @@
 package worktree
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"syscall"
 )
-
-// processAlive reports whether pid exists (signal 0; EPERM means it exists under another user).
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
 
 // checkPrivate refuses a directory that another user owns or that others may enter: worktrees
 // hold the user's source code, and whoever can write the root could plant entries the sweeper
