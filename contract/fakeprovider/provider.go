@@ -93,9 +93,40 @@ type Provider struct {
 
 	mu       sync.Mutex
 	respond  Responder
+	refresh  RefreshResponder
 	requests []Request
 	chats    int
 	waiters  []waiter
+}
+
+// RefreshPath is where the Cline provider refreshes its OAuth token: the CLI posts
+// {"refreshToken","grantType":"refresh_token"} to <baseUrl's origin>/api/v1/auth/refresh
+// (cline/cline sdk/packages/core/src/auth/cline.ts) and expects {"success":true,"data":{...}}.
+const RefreshPath = "/api/v1/auth/refresh"
+
+// RefreshResponder answers a token refresh request with a status and a JSON body.
+type RefreshResponder func(r Request) (status int, body any)
+
+// ClineRefresh answers every refresh with new tokens in the shape the Cline provider reads:
+// accessToken, refreshToken, expiresAt (ISO time, an hour ahead), tokenType and userInfo (whose
+// clineUserId becomes the stored accountId).
+func ClineRefresh(accessToken, refreshToken, accountID string) RefreshResponder {
+	return func(Request) (int, any) {
+		return http.StatusOK, map[string]any{"success": true, "data": map[string]any{
+			"accessToken":  accessToken,
+			"refreshToken": refreshToken,
+			"expiresAt":    time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano),
+			"tokenType":    "Bearer",
+			"userInfo":     map[string]any{"clineUserId": accountID, "email": "fake@example.invalid"},
+		}}
+	}
+}
+
+// SetRefresh installs the answer to RefreshPath (nil: 404, like any unknown path).
+func (p *Provider) SetRefresh(r RefreshResponder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refresh = r
 }
 
 type waiter struct {
@@ -198,7 +229,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Index = p.chats
 		p.chats++
 	}
-	respond := p.respond
+	respond, refresh := p.respond, p.refresh
 	p.requests = append(p.requests, rec)
 	n := p.chatCount()
 	kept := p.waiters[:0]
@@ -215,6 +246,9 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case isChat:
 		p.answer(w, r, respond(rec.Index, rec), rec.Body)
+	case r.Method == http.MethodPost && path == RefreshPath && refresh != nil:
+		status, body := refresh(rec)
+		writeJSON(w, status, body, nil)
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": "fake-model", "object": "model", "created": 1700000000, "owned_by": "fake"},
