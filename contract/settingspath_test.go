@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,6 +97,9 @@ func TestCLIHonoursProviderSettingsPath(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("real CLI: %v\nstderr: %s\nstdout: %s", err, tail(stderr.String(), 3000), tail(stdout.String(), 3000))
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		t.Logf("real CLI: peak RSS %d MiB, user %.2f s, sys %.2f s", ru.Maxrss>>10, time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds())
 	}
 	for _, r := range prov.Requests() {
 		t.Logf("provider saw %s %s (chat #%d) auth %q", r.Method, r.Path, r.Index, r.Header.Get("Authorization"))

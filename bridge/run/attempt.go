@@ -32,40 +32,30 @@ type attempt struct {
 // It returns "" to allow the retry, or the reason not to.
 type retryGuard func(ctx context.Context, a attempt) string
 
-// withSettings runs the attempts under the settings discipline of the first attempt's isolation:
-// on the host, default calls share the read lock and override calls hold the write lock for the
-// run and the restore; in Docker the run touches only a private copy, so locks are taken only
-// around the copy and the merge-back (inside the Docker attempt).
+// withSettings runs the attempts under the settings discipline of the call. A default host run
+// works on the user's providers.json itself (the CLI's own token refreshes land there directly);
+// afterwards Run.End puts back what the CLI's invalid-entry wipe lost. A run with a provider/model
+// override, and every container, works on a private copy made per attempt (hostSpec, dockerSpec),
+// so the user's file never carries an override, not even for a moment, and a crash cannot leave one
+// behind; refreshed credentials are merged back afterwards. No lock is held while Cline runs.
 func (k *call) withSettings(ctx context.Context, guard retryGuard) Result {
-	if k.iso == sandbox.IsolationDocker {
-		return k.attempts(ctx, guard, false)
+	if k.iso == sandbox.IsolationDocker || k.Override() {
+		return k.attempts(ctx, guard)
 	}
-	lock := k.r.cfg.Lock
-	if k.Override() {
-		if err := lock.Lock(ctx); err != nil {
-			return k.fail(cline.KindCancelled, "the call was cancelled while it waited for the settings lock (an override run holds it)", false)
-		}
-		defer lock.Unlock()
-	} else {
-		if err := lock.RLock(ctx); err != nil {
-			return k.fail(cline.KindCancelled, "the call was cancelled while it waited for the settings lock (an override run holds it)", false)
-		}
-		defer lock.RUnlock()
-	}
-	sr, warns := k.r.cfg.Settings.Begin(settings.Override{Provider: k.Provider, Model: k.Model})
+	sr, warns := k.r.cfg.Settings.Begin()
 	k.warnings = append(k.warnings, warns...)
-	res := k.attempts(ctx, guard, true)
+	res := k.attempts(ctx, guard)
 	res.Warnings = append(res.Warnings, sr.End()...)
 	return res
 }
 
 // attempts is the seed's retry policy: one retry with a 2–3 s cancellable backoff for transient
 // errors and cline_updating; a timeout is retried only when timeoutSeconds <= 120; nothing else.
-func (k *call) attempts(ctx context.Context, guard retryGuard, lockHeld bool) Result {
+func (k *call) attempts(ctx context.Context, guard retryGuard) Result {
 	iso := k.iso
 	var a attempt
 	for n := 1; ; n++ {
-		a = k.attempt(ctx, iso, n, lockHeld)
+		a = k.attempt(ctx, iso, n)
 		k.res.Attempts = n
 		k.res.AttemptIsolation = append(k.res.AttemptIsolation, iso)
 		k.res.Isolation = iso
@@ -131,7 +121,7 @@ func (k *call) finish(a attempt) Result {
 }
 
 // attempt runs the CLI once in the given isolation and classifies the outcome.
-func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHeld bool) attempt {
+func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) attempt {
 	a := attempt{n: n, iso: iso}
 	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(n, ev) })
 	stderr := &cline.StderrScanner{}
@@ -152,17 +142,17 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	var err error
 	if iso == sandbox.IsolationDocker {
 		exec = k.r.cfg.Docker
-		after, err = k.dockerSpec(ctx, &spec, &req, n, lockHeld)
+		after, err = k.dockerSpec(ctx, &spec, &req)
 	} else {
 		exec = k.r.cfg.Host
-		err = k.hostSpec(&spec, &req, n)
+		after, err = k.hostSpec(&spec, &req, n)
 	}
 	if after != nil {
 		defer after()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			// Preparing the attempt (waiting for the settings lock, say) ended by a cancel.
+			// Preparing the attempt (creating a container's mounts, say) ended by a cancel.
 			a.verdict = cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
 			return a
 		}
@@ -235,20 +225,32 @@ func launchVerdict(err error) cline.Verdict {
 	return cline.Verdict{Kind: cline.KindLaunchFailed, Message: err.Error()}
 }
 
-// hostSpec fills the spec for a run on this machine.
-func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) error {
+// hostSpec fills the spec for a run on this machine. A run with a provider/model override gets a
+// private copy of the settings (settings.HostCopy) as CLINE_PROVIDER_SETTINGS_PATH; the returned
+// cleanup merges refreshed credentials back (settings.MergeAllowed) and deletes the copy.
+func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) (func(), error) {
 	path, err := k.r.cfg.ClinePath()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	extra := map[string]string{}
 	if k.r.cfg.Instance != "" {
 		extra[sandbox.InstanceEnv] = k.r.cfg.Instance
 	}
+	var cleanup func()
+	if k.Override() {
+		cp, err := k.r.cfg.Settings.HostCopy(k.private, settingsOverride(k.Call))
+		if err != nil {
+			return nil, fmt.Errorf("copy Cline's settings for the override: %w", err)
+		}
+		k.warnings = append(k.warnings, cp.Warnings...)
+		cleanup = func() { k.mergeBack(cp) }
+		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath
+	}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
 		p, err := k.writeGlobalSettings(filepath.Join(k.private, fmt.Sprintf("global-settings-%d.json", n)), k.r.globalSettingsPath(), cline.ReadOnlyDisabledTools)
 		if err != nil {
-			return err
+			return cleanup, err
 		}
 		extra["CLINE_GLOBAL_SETTINGS_PATH"] = p
 	}
@@ -256,7 +258,17 @@ func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) error {
 	spec.Args = cline.Args(*req)
 	spec.Env = cline.Env(k.r.cfg.Env, extra)
 	spec.Dir = k.dir
-	return nil
+	return cleanup, nil
+}
+
+// mergeBack brings the refreshed credentials of a run's private copy home and deletes the copy,
+// which holds keys. It runs on every path: a refreshed token is the user's, whatever became of the
+// call.
+func (k *call) mergeBack(cp *settings.Copy) {
+	k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
+	if err := cp.Close(); err != nil {
+		k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
+	}
 }
 
 // writeGlobalSettings writes the user's global settings plus disabledTools to dst (0600).

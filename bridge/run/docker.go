@@ -15,40 +15,15 @@ const containerHome = "/home/cline"
 // dockerSpec prepares a container run: a least-privilege private copy of Cline's settings dir
 // (only the provider the run may use; the run never sees the host file), the workspace mounts of
 // this tool at their host paths, and a tool policy inside the copy. The returned cleanup merges
-// refreshed OAuth credentials — and nothing else — back into the host file under the write lock
-// (settings.MergeAllowed), then deletes the copy, which holds secrets.
-func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, n int, lockHeld bool) (func(), error) {
-	lock := k.r.cfg.Lock
-	if !lockHeld {
-		// A host override run holds the write lock while the file carries its temporary values;
-		// copying under the read lock never captures them.
-		if err := lock.RLock(ctx); err != nil {
-			return nil, fmt.Errorf("cancelled while waiting for the settings lock: %w", err)
-		}
-	}
+// refreshed OAuth credentials — and nothing else — back into the host file (settings.MergeAllowed),
+// then deletes the copy, which holds secrets.
+func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request) (func(), error) {
 	cp, err := k.r.cfg.Settings.PrivateCopy(k.private, settingsOverride(k.Call))
-	if !lockHeld {
-		lock.RUnlock()
-	}
 	if err != nil {
 		return nil, fmt.Errorf("copy Cline's settings for the container: %w", err)
 	}
 	k.warnings = append(k.warnings, cp.Warnings...)
-	cleanup := func() {
-		if !lockHeld {
-			// The merge must happen even when the call was cancelled: a refreshed token is
-			// the user's, whatever became of the call.
-			if err := lock.Lock(context.WithoutCancel(ctx)); err == nil {
-				k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
-				lock.Unlock()
-			}
-		} else {
-			k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
-		}
-		if err := cp.Close(); err != nil {
-			k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
-		}
-	}
+	cleanup := func() { k.mergeBack(cp) }
 
 	req.DataDir = cp.Dir
 	extra := map[string]string{

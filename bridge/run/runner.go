@@ -1,7 +1,9 @@
-// Package run owns one tool call from plan to result: pick the isolation, prepare the workspace
-// (git evidence or a disposable worktree), take the settings lock, run attempts under the seed's
-// retry policy, and always run the host-side epilogue (settings restore or merge-back, diff and
-// commit check, worktree and temp-dir removal, lock release) — also after a failure or cancel.
+// Package run owns one tool call from plan to result: wait for its turn (at most MaxConcurrent calls
+// run at once, in arrival order; apply_cline_edits calls on one checkout one at a time), pick the
+// isolation, prepare the workspace (git evidence or a disposable worktree) and the settings (the
+// user's file for a default host run, a private copy otherwise), run attempts under the seed's retry
+// policy, and always run the host-side epilogue (settings repair or merge-back, diff and commit check,
+// worktree and temp-dir removal) — also after a failure or cancel.
 package run
 
 import (
@@ -47,9 +49,12 @@ type Config struct {
 	Home string
 
 	Settings  *settings.Store
-	Lock      *settings.RWLock
 	Git       *worktree.Git
 	Worktrees *worktree.Manager
+
+	// MaxConcurrent bounds the calls that run at once (Cline processes or containers, with their
+	// worktrees and git work); later calls wait in arrival order. 0 = no limit.
+	MaxConcurrent int
 
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
@@ -71,14 +76,19 @@ type Config struct {
 
 // Runner executes calls. It is safe for concurrent use; one Runner serves the whole server.
 type Runner struct {
-	cfg Config
-	log *slog.Logger
+	cfg       Config
+	log       *slog.Logger
+	slots     slots      // MaxConcurrent
+	checkouts keyedSlots // apply_cline_edits, per checkout
 }
 
 // New checks the configuration and fills defaults.
 func New(cfg Config) (*Runner, error) {
-	if cfg.ClinePath == nil || cfg.Host == nil || cfg.Settings == nil || cfg.Lock == nil || cfg.Git == nil || cfg.Worktrees == nil {
-		return nil, errors.New("run config: ClinePath, Host, Settings, Lock, Git and Worktrees are required")
+	if cfg.ClinePath == nil || cfg.Host == nil || cfg.Settings == nil || cfg.Git == nil || cfg.Worktrees == nil {
+		return nil, errors.New("run config: ClinePath, Host, Settings, Git and Worktrees are required")
+	}
+	if cfg.MaxConcurrent < 0 {
+		return nil, errors.New("run config: MaxConcurrent must not be negative")
 	}
 	if cfg.Floor == "" {
 		cfg.Floor = sandbox.IsolationHost
@@ -100,7 +110,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger}, nil
+	return &Runner{cfg: cfg, log: cfg.Logger, slots: slots{limit: cfg.MaxConcurrent}}, nil
 }
 
 // call is the state of one Do: the plan, what the prologue prepared, and what the epilogue
@@ -169,6 +179,11 @@ func (k *call) do(ctx context.Context) Result {
 		return k.fail(cline.KindLaunchFailed, "Docker isolation was requested but is unavailable: "+errText(k.r.cfg.DockerErr)+
 			" ("+hint+"; the server never falls back to the host)", false)
 	}
+	release, err := k.waitTurn(ctx)
+	if err != nil {
+		return k.fail(cline.KindCancelled, err.Error(), false)
+	}
+	defer release()
 	private, err := os.MkdirTemp(k.r.cfg.TempDir, "cline-mcp-call-")
 	if err != nil {
 		return k.fail(cline.KindLaunchFailed, fmt.Sprintf("create a private temp dir: %v", err), false)
@@ -194,6 +209,31 @@ func (k *call) do(ctx context.Context) Result {
 		k.dir = k.Cwd
 		return k.withSettings(ctx, nil)
 	}
+}
+
+// waitTurn waits until the call may run: first, for apply_cline_edits, until no other apply on the
+// same checkout runs (so each diff holds exactly its own run's changes; it waits without holding a
+// slot, so it never blocks other work), then for one of the MaxConcurrent slots. A waiting call
+// reports its position as progress. A cancel while waiting ends the call before anything started.
+func (k *call) waitTurn(ctx context.Context) (func(), error) {
+	release := func() {}
+	if k.Tool == ApplyClineEdits {
+		r, err := k.r.checkouts.acquire(ctx, checkoutKey(k.Cwd), func(pos int) {
+			k.progress(fmt.Sprintf("queued, position %d: another apply_cline_edits on this checkout runs first", pos))
+		})
+		if err != nil {
+			return nil, errors.New("the call was cancelled while it waited for another apply_cline_edits on the same checkout")
+		}
+		release = r
+	}
+	r, err := k.r.slots.acquire(ctx, func(pos int) {
+		k.progress(fmt.Sprintf("queued, position %d: the server runs at most %d calls at once", pos, k.r.cfg.MaxConcurrent))
+	})
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("the call was cancelled while it was queued (at most %d calls run at once)", k.r.cfg.MaxConcurrent)
+	}
+	return func() { r(); release() }, nil
 }
 
 // redactor knows the literal secrets of this moment: the server's environment (secret-named

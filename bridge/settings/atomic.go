@@ -26,9 +26,11 @@ func renameBackoff(attempt int) time.Duration {
 }
 
 // writeAtomic replaces path with data: a 0600 temp file in the same directory, fsync, rename over the original.
-// A reader sees the old bytes or the new ones, never a mix. On any error the original is untouched and the temp
-// file is gone. Errors are the *PathError/*LinkError of the step that failed (they name the op and the file).
-func (s *Store) writeAtomic(path string, data []byte) (err error) {
+// A reader sees the old bytes or the new ones, never a mix. check, when not nil, runs once the new file is
+// durable, right before the rename; an error from it aborts the write. On any error the original is untouched
+// and the temp file is gone. Errors are the *PathError/*LinkError of the step that failed (they name the op
+// and the file), or check's.
+func (s *Store) writeAtomic(path string, data []byte, check func() error) (err error) {
 	dir := filepath.Dir(path)
 	if err := s.FS.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -55,6 +57,11 @@ func (s *Store) writeAtomic(path string, data []byte) (err error) {
 	}
 	if err := f.Close(); err != nil {
 		return err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	if err := s.rename(tmp, path); err != nil {
 		return err

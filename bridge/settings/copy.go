@@ -20,13 +20,21 @@ const maxCopyFile = 1 << 20
 // and headers, databases, locks, logs) stays on the host.
 var copiedSiblings = []string{"global-settings.json"}
 
+// hostSiblings are the files beside providers.json a host override run gets in its copy: the CLI
+// reads models.json (custom providers' model catalogs) from the directory of the providers.json it
+// uses, wherever that is. Global settings, MCP settings, sessions and databases are found through
+// the data dir, which a host run keeps, so they are not copied.
+var hostSiblings = []string{"models.json"}
+
 // copiedTopLevel are the top-level keys of providers.json a container gets besides the one
 // provider block it may use: none of them holds a secret.
 var copiedTopLevel = []string{"version", "lastUsedProvider", "modes"}
 
-// Copy is a private copy of Cline's settings for one Docker run. The container gets Dir as its data dir
-// (`--data-dir`/CLINE_DATA_DIR), so it only ever writes the copy; MergeAllowed brings refreshed
-// credentials home, and nothing else.
+// Copy is a private copy of Cline's settings for one run. A container gets Dir as its data dir
+// (`--data-dir`/CLINE_DATA_DIR); a host override run gets SettingsPath as CLINE_PROVIDER_SETTINGS_PATH
+// (the real CLI reads, refreshes and writes that file and leaves the user's alone: contract
+// TestCLIHonoursProviderSettingsPath). Either way the run only ever writes the copy; MergeAllowed
+// brings refreshed credentials home, and nothing else.
 type Copy struct {
 	Dir          string   // fresh 0700 dir: the data dir to mount; holds settings/
 	SettingsPath string   // providers.json inside Dir (Dir/settings/providers.json)
@@ -38,8 +46,9 @@ type Copy struct {
 	Warnings []string
 
 	fs       afero.Fs
+	host     bool   // made by HostCopy
 	existed  bool   // a providers.json was written into the copy
-	snapshot []byte // its bytes: the base MergeAllowed diffs the container's copy against
+	snapshot []byte // its bytes: the base MergeAllowed diffs the run's copy against
 	once     sync.Once
 	closeErr error
 }
@@ -48,9 +57,22 @@ type Copy struct {
 // fresh 0700 temp dir under dstRoot ("" = Store.TempDir): a providers.json (0600) holding only the
 // block of the provider the run may use (Target) plus the non-secret top-level settings — no other
 // provider's key — and, when it sits in Cline's usual settings/ dir, the non-secret settings files
-// beside it (copiedSiblings). Hold the read lock while copying so an override run's temporary
-// values are not captured. The caller owns the Copy and must Close it.
+// beside it (copiedSiblings). The caller owns the Copy and must Close it.
 func (s *Store) PrivateCopy(dstRoot string, ov Override) (*Copy, error) {
+	return s.newCopy(dstRoot, ov, false)
+}
+
+// HostCopy makes the copy a host run with a provider/model override works on, in a fresh 0700
+// temp dir under dstRoot ("" = Store.TempDir): the whole providers.json (0600) — a host run can read
+// the user's file anyway, and the CLI may need another provider's block (cline-pass signs in through
+// cline's) — plus models.json when it sits beside it (hostSiblings). The user's file never carries
+// the override, so a crash cannot leave it behind, and other runs never see it. The copy holds
+// keys: the caller owns it and must Close it.
+func (s *Store) HostCopy(dstRoot string, ov Override) (*Copy, error) {
+	return s.newCopy(dstRoot, ov, true)
+}
+
+func (s *Store) newCopy(dstRoot string, ov Override, full bool) (*Copy, error) {
 	if dstRoot == "" {
 		dstRoot = s.TempDir
 	}
@@ -58,7 +80,7 @@ func (s *Store) PrivateCopy(dstRoot string, ov Override) (*Copy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("private settings copy %s: %w", s.Path, err)
 	}
-	c := &Copy{Dir: dir, SettingsPath: filepath.Join(dir, "settings", "providers.json"), fs: s.FS}
+	c := &Copy{Dir: dir, SettingsPath: filepath.Join(dir, "settings", "providers.json"), fs: s.FS, host: full}
 	if err := s.fillCopy(c, ov); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("private settings copy %s: %w", s.Path, err)
@@ -82,7 +104,7 @@ func (s *Store) fillCopy(c *Copy, ov Override) error {
 	default:
 		doc, err := parseObject(data)
 		if err != nil {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("settings: %s is not usable (%v); the container starts without it", s.Path, err))
+			c.Warnings = append(c.Warnings, fmt.Sprintf("settings: %s is not usable (%v); %s starts without it", s.Path, err, c.runName()))
 			break
 		}
 		if c.Target == "" {
@@ -91,7 +113,11 @@ func (s *Store) fillCopy(c *Copy, ov Override) error {
 		if c.Target == "" {
 			c.Target = "cline"
 		}
-		c.snapshot = leastPrivilege(doc, c.Target).encode()
+		if c.host {
+			c.snapshot = doc.encode()
+		} else {
+			c.snapshot = leastPrivilege(doc, c.Target).encode()
+		}
 		c.existed = true
 		if err := writePrivate(s.FS, c.SettingsPath, c.snapshot); err != nil {
 			return err
@@ -101,8 +127,12 @@ func (s *Store) fillCopy(c *Copy, ov Override) error {
 		c.Target = "cline"
 	}
 	src := filepath.Dir(s.Path)
-	if filepath.Base(src) != "settings" {
-		return nil // a custom CLINE_PROVIDER_SETTINGS_PATH: its neighbours are not ours to copy
+	siblings := hostSiblings
+	if !c.host {
+		siblings = copiedSiblings
+		if filepath.Base(src) != "settings" {
+			return nil // a custom CLINE_PROVIDER_SETTINGS_PATH: its neighbours are not ours to copy
+		}
 	}
 	entries, err := afero.ReadDir(s.FS, src)
 	if err != nil {
@@ -113,7 +143,7 @@ func (s *Store) fillCopy(c *Copy, ov Override) error {
 		if name == filepath.Base(s.Path) {
 			continue
 		}
-		if !e.Mode().IsRegular() || e.Size() > maxCopyFile || !slices.Contains(copiedSiblings, name) {
+		if !e.Mode().IsRegular() || e.Size() > maxCopyFile || !slices.Contains(siblings, name) {
 			c.Skipped = append(c.Skipped, name)
 			continue
 		}
@@ -158,6 +188,14 @@ func writePrivate(fsys afero.Fs, path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// runName names who wrote the copy, for warnings.
+func (c *Copy) runName() string {
+	if c.host {
+		return "the run"
+	}
+	return "the container"
 }
 
 // Close removes the copy. It is idempotent and safe to defer right after PrivateCopy.

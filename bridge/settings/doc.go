@@ -1,22 +1,30 @@
 // Package settings owns everything the bridge does to Cline's providers.json: finding it the way the real CLI
-// does (Path), the fair readers-writer lock that orders runs against each other (RWLock), the snapshot taken
-// before a run and the restore after it (Store.Begin, Run.End), the guard against the CLI wiping providers when
-// one entry fails its schema, the atomic write used for every change, and the private copy of the settings dir
-// a Docker run works on plus the merge back into the host file (Store.PrivateCopy, Store.MergeAllowed).
+// does (Path), the private copies a run works on when it must not touch the user's file (HostCopy for a host
+// run with a provider/model override, PrivateCopy for a container) and the merge back of refreshed
+// credentials (MergeAllowed), the guard against the CLI wiping providers when one entry fails its schema
+// (Begin, Run.End), the cross-process lock around every write (LockPath), and the atomic write itself.
 //
-// A host run:
+// A default host run works on the user's file itself, so the CLI's own token refreshes land there:
 //
-//	lock.Lock(ctx) for an override, lock.RLock(ctx) otherwise (ctx.Err() → result kind "cancelled")
-//	run, warns := store.Begin(ov)
-//	defer: warns = append(warns, run.End()...); then unlock — End runs on every path, also cancel/failure
+//	run, warns := store.Begin()
+//	defer: warns = append(warns, run.End()...) — End runs on every path, also cancel/failure
 //
-// A Docker run: take the read lock, c, err := store.PrivateCopy("", ov), release it; run the container with
-// c.Dir as its data dir; then take the write lock for warns := store.MergeAllowed(c) only; c.Close().
+// A host override run and a Docker run work on a copy; the user's file never carries an override:
 //
-// The trust boundary: the copy holds only the provider the run may use (PrivateCopy), and MergeAllowed is the
-// only way anything the container wrote reaches the host file — refreshed OAuth credentials of a provider that
-// was in the copy, checked against the pre-run copy and an allow-list (refreshFields); everything else is
-// dropped with a warning naming the field. The escape tests sit beside it (escape_test.go).
+//	c, err := store.HostCopy(dir, ov)   // or store.PrivateCopy(dir, ov) for a container
+//	run Cline with CLINE_PROVIDER_SETTINGS_PATH=c.SettingsPath (a container: data dir c.Dir)
+//	warns := store.MergeAllowed(c); c.Close()
+//
+// No run holds a lock while Cline runs. Each write of the user's file (End's repair, MergeAllowed) is one
+// read-modify-write under the Store's mutex and an advisory file lock, LockPath(Path), that every cline-mcp
+// process of the user takes: it re-reads the file after locking, so a refresh merged by another process is
+// never lost.
+//
+// The trust boundary: the container's copy holds only the provider the run may use (PrivateCopy), and
+// MergeAllowed is the only way anything a copy's run wrote reaches the user's file — refreshed OAuth credentials
+// of a provider that was in the copy, checked against the pre-run copy and an allow-list (refreshFields);
+// everything else is dropped with a warning naming the field. The escape tests sit beside it
+// (escape_unix_test.go).
 //
 // Nothing here ever fails a run: problems with the settings file come back as warning strings, which never
 // contain values from the file (keys and tokens stay out of logs and tool results).

@@ -16,6 +16,10 @@ type faultFS struct {
 	syncErr   error            // Sync on any file opened for writing
 	renameErr error
 	renames   int
+	// onRead, when set, runs before each open of a path for reading (n counts those opens of
+	// name, from 1), outside the lock: it may change the file, the way another writer would.
+	onRead func(name string, n int)
+	reads  map[string]int
 }
 
 func newFaultFS(fs afero.Fs) *faultFS { return &faultFS{Fs: fs, openErr: map[string]error{}} }
@@ -31,10 +35,21 @@ func (f *faultFS) Open(name string) (afero.File, error) {
 }
 
 func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	writing := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE) != 0
 	f.mu.Lock()
 	err := f.openErr[name]
+	hook := f.onRead
+	if f.reads == nil {
+		f.reads = map[string]int{}
+	}
+	if !writing {
+		f.reads[name]++
+	}
+	n := f.reads[name]
 	f.mu.Unlock()
-	writing := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE) != 0
+	if hook != nil && !writing {
+		hook(name, n)
+	}
 	if err != nil && !writing {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}

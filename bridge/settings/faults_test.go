@@ -11,12 +11,12 @@ import (
 	"github.com/spf13/afero"
 )
 
-// TestRestoreFaults: whatever goes wrong after the run, the file keeps exactly what Cline wrote (never a torn
-// or half-restored file), no temp file is left behind, and the caller gets a warning instead of an error.
-func TestRestoreFaults(t *testing.T) {
-	before := testdata(t, "o_provider_override.before.json")
-	after := testdata(t, "o_provider_override.after.json")
-	ov := Override{"openai-native", "gpt-fake"}
+// TestRepairFaults: whatever goes wrong while a default run's wipe is repaired, the file keeps exactly what
+// Cline wrote (never a torn or half-repaired file), no temp file is left behind, and the caller gets a
+// warning instead of an error.
+func TestRepairFaults(t *testing.T) {
+	before := testdata(t, "o_invalid_providers_json_entry.before.json")
+	after := testdata(t, "o_invalid_providers_json_entry.after.json")
 	tests := []struct {
 		name   string
 		after  []byte
@@ -36,13 +36,17 @@ func TestRestoreFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, fs := memStore(t)
 			put(t, s, before)
-			run, warns := s.Begin(ov)
+			run, warns := s.Begin()
 			checkWarnings(t, warns, nil)
 			put(t, s, tt.after)
 			if tt.inject != nil {
 				fs.set(tt.inject)
 			}
-			checkWarnings(t, run.End(), []string{tt.want})
+			want := []string{tt.want}
+			if tt.inject != nil && tt.want != "cannot read" {
+				want = []string{"dropped provider(s)", tt.want}
+			}
+			checkWarnings(t, run.End(), want)
 			fs.set(func(f *faultFS) { f.openErr, f.writeErr, f.syncErr, f.renameErr = map[string]error{}, nil, nil, nil })
 			if got := get(t, s); string(got) != string(tt.after) {
 				t.Errorf("got\n%s\nwant Cline's bytes untouched\n%s", got, tt.after)
@@ -59,7 +63,7 @@ func TestBeginFaults(t *testing.T) {
 		s, fs := memStore(t)
 		put(t, s, pong)
 		fs.set(func(f *faultFS) { f.openErr[memPath] = syscall.EACCES })
-		run, warns := s.Begin(Override{Model: "x"})
+		run, warns := s.Begin()
 		checkWarnings(t, warns, []string{"cannot read"})
 		fs.set(func(f *faultFS) { delete(f.openErr, memPath) })
 		after := edit(t, pong, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "x") })
@@ -74,7 +78,7 @@ func TestBeginFaults(t *testing.T) {
 		s, _ := memStore(t)
 		broken := []byte(`{"version":1,"providers":{"x":{"settings":{"apiKey":"sk-test-123"`)
 		put(t, s, broken)
-		run, warns := s.Begin(Override{Provider: "x"})
+		run, warns := s.Begin()
 		checkWarnings(t, warns, []string{"not usable before the run"})
 		put(t, s, wipe)
 		checkWarnings(t, run.End(), []string{"original bytes were put back"})
@@ -87,7 +91,7 @@ func TestBeginFaults(t *testing.T) {
 		s, fs := memStore(t)
 		broken := []byte("{")
 		put(t, s, broken)
-		run, warns := s.Begin(Override{})
+		run, warns := s.Begin()
 		checkWarnings(t, warns, []string{"not usable before the run"})
 		n := fs.renames
 		checkWarnings(t, run.End(), nil)
@@ -98,7 +102,7 @@ func TestBeginFaults(t *testing.T) {
 	t.Run("file removed during the run: pre-run copy put back", func(t *testing.T) {
 		s, _ := memStore(t)
 		put(t, s, pong)
-		run, _ := s.Begin(Override{})
+		run, _ := s.Begin()
 		if err := s.FS.Remove(s.Path); err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +113,7 @@ func TestBeginFaults(t *testing.T) {
 	})
 	t.Run("no file before, none after: nothing happens", func(t *testing.T) {
 		s, fs := memStore(t)
-		run, warns := s.Begin(Override{Model: "x"})
+		run, warns := s.Begin()
 		checkWarnings(t, warns, nil)
 		checkWarnings(t, run.End(), nil)
 		if fs.renames != 0 {
@@ -123,8 +127,9 @@ func TestBeginFaults(t *testing.T) {
 
 // TestWindowsRenameRetry runs the Windows code path on any OS through the injected GOOS and rename function.
 func TestWindowsRenameRetry(t *testing.T) {
-	before := testdata(t, "o_model_override.before.json")
-	after := testdata(t, "o_model_override.after.json")
+	before := testdata(t, "o_invalid_providers_json_entry.before.json")
+	after := testdata(t, "o_invalid_providers_json_entry.after.json")
+	repaired := "dropped provider(s)"
 	tests := []struct {
 		name       string
 		goos       string
@@ -135,14 +140,14 @@ func TestWindowsRenameRetry(t *testing.T) {
 		restored   bool
 	}{
 		{"EPERM then EBUSY then success", "windows", []error{syscall.EPERM, syscall.EBUSY}, 3,
-			[]time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, nil, true},
+			[]time.Duration{10 * time.Millisecond, 20 * time.Millisecond}, []string{repaired}, true},
 		{"ERROR_ACCESS_DENIED and ERROR_SHARING_VIOLATION", "windows",
 			[]error{winErrorAccessDenied, winErrorSharingViolation, winErrorSharingViolation}, 4,
-			[]time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}, nil, true},
+			[]time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond}, []string{repaired}, true},
 		{"gives up after 8 attempts", "windows", slices.Repeat([]error{syscall.EBUSY}, 50), renameAttempts,
-			[]time.Duration{10, 20, 40, 80, 160, 320, 400}, []string{"gave up after 8 attempts"}, false},
-		{"other errors are not retried", "windows", []error{syscall.EXDEV}, 1, nil, []string{"rename"}, false},
-		{"no retry off Windows", "linux", []error{syscall.EPERM}, 1, nil, []string{"rename"}, false},
+			[]time.Duration{10, 20, 40, 80, 160, 320, 400}, []string{repaired, "gave up after 8 attempts"}, false},
+		{"other errors are not retried", "windows", []error{syscall.EXDEV}, 1, nil, []string{repaired, "rename"}, false},
+		{"no retry off Windows", "linux", []error{syscall.EPERM}, 1, nil, []string{repaired, "rename"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,7 +164,7 @@ func TestWindowsRenameRetry(t *testing.T) {
 			var sleeps []time.Duration
 			s.sleep = func(d time.Duration) { sleeps = append(sleeps, d) }
 			put(t, s, before)
-			run, _ := s.Begin(Override{Model: "fake-model-2"})
+			run, _ := s.Begin()
 			put(t, s, after)
 			checkWarnings(t, run.End(), tt.wantWarn)
 			if calls != tt.wantCalls {
@@ -176,7 +181,7 @@ func TestWindowsRenameRetry(t *testing.T) {
 				t.Errorf("got backoff %v, want %v", sleeps, want)
 			}
 			got := get(t, s)
-			if restored := testdata(t, "golden/model_override.json"); tt.restored && string(got) != string(restored) {
+			if restored := testdata(t, "golden/invalid_entry_wipe.json"); tt.restored && string(got) != string(restored) {
 				t.Errorf("got\n%s\nwant restored\n%s", got, restored)
 			}
 			if !tt.restored && string(got) != string(after) {

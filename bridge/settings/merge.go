@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/afero"
 )
 
-// refreshFields are the only values MergeAllowed brings back from a container's settings copy:
+// refreshFields are the only values MergeAllowed brings back from a run's settings copy:
 // what the Cline CLI writes when it refreshes an OAuth token during a run. Its token manager
 // (sdk/packages/core/src/runtime/orchestration/runtime-oauth-token-manager.ts in cline/cline)
 // saves the result of saveOAuthCredentials (sdk/packages/core/src/auth/provider-auth-registry.ts):
@@ -64,19 +64,20 @@ func (k valueKind) accepts(v any) bool {
 	return false
 }
 
-// MergeAllowed is the way back from a container's settings copy into the host file: it crosses the
-// trust boundary with the pre-run copy (what PrivateCopy wrote) as the base and refreshFields as the
-// allow-list. It keeps only refreshed OAuth credentials of providers that were in the copy before the
+// MergeAllowed is the only way back from a run's private settings copy (PrivateCopy for a
+// container, HostCopy for a host override run) into the user's file: it crosses the trust boundary
+// with the pre-run copy as the base and refreshFields as the allow-list. It keeps only refreshed OAuth credentials of providers that were in the copy before the
 // run and already held an OAuth credential then; when the copy recorded an accountId, the new
 // tokens must be for the same account. Everything else the container changed — baseUrl, apiKey,
 // headers, a new provider, lastUsedProvider, any unknown field — is dropped with one warning that
 // names the fields, never their values. The writes an honest run makes (lastUsedProvider and the
 // target's model/reasoning for an override, updatedAt, a stub block for -P) are dropped silently,
-// like the host restore does. A copy that is a symlink (or sits behind one), a FIFO or another
+// so an override never reaches the user's file. A copy that is a symlink (or sits behind one), a FIFO or another
 // non-regular file, bigger than 4 MiB or not a JSON object is ignored with a warning; nothing is
 // ever read through a symlink in the copy. Changes made to the host file meanwhile are kept; where
 // both sides changed the same credential, the copy's (newer) value wins. Nothing merged → no
-// write. The caller holds the write lock for the duration. It returns warnings, never an error.
+// write. The write is one read-modify-write under the Store's cross-process lock (exclusive), so a
+// refresh another process merged or wrote meanwhile is kept. It returns warnings, never an error.
 func (s *Store) MergeAllowed(c *Copy) []string {
 	if c == nil {
 		return nil
@@ -86,19 +87,19 @@ func (s *Store) MergeAllowed(c *Copy) []string {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil // nothing to merge; deletions are never merged
 	case err != nil:
-		return []string{fmt.Sprintf("settings: the container's settings copy was ignored (%v); nothing merged back into %s", errText(err), s.Path)}
+		return []string{fmt.Sprintf("settings: the settings copy of %s was ignored (%v); nothing merged back into %s", c.runName(), errText(err), s.Path)}
 	}
 	cp, err := parseObject(data)
 	if err != nil {
-		return []string{fmt.Sprintf("settings: the container left an unusable settings copy (%v); nothing merged back into %s", err, s.Path)}
+		return []string{fmt.Sprintf("settings: %s left an unusable settings copy (%v); nothing merged back into %s", c.runName(), err, s.Path)}
 	}
 	snap := newObject()
 	if c.existed {
 		if snap, err = parseObject(c.snapshot); err != nil {
-			return []string{fmt.Sprintf("settings: the private copy made for the container is not usable (%v); nothing merged back", err)}
+			return []string{fmt.Sprintf("settings: the private copy made for %s is not usable (%v); nothing merged back", c.runName(), err)}
 		}
 	}
-	m := &merger{target: c.Target}
+	m := &merger{target: c.Target, fresh: !c.existed}
 	m.diffTop(snap, cp)
 
 	var warns []string
@@ -113,32 +114,28 @@ func (s *Store) MergeAllowed(c *Copy) []string {
 		return warns
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	host := newObject()
-	hostData, err := s.readFile(s.Path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return warns // the providers it would refresh are gone
-	case err != nil:
-		return append(warns, fmt.Sprintf("settings: cannot read %s (%v); nothing merged back from the container", s.Path, errText(err)))
-	default:
-		if host, err = parseObject(hostData); err != nil {
-			return append(warns, fmt.Sprintf("settings: %s is not usable (%v); nothing merged back from the container, the file was left untouched", s.Path, err))
+	return append(warns, s.update("credentials refreshed during the run were not kept", func(hostData []byte, err error) ([]byte, []string) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, nil // the providers it would refresh are gone
+		case err != nil:
+			return nil, []string{fmt.Sprintf("settings: cannot read %s (%v); nothing merged back from %s", s.Path, errText(err), c.runName())}
 		}
-	}
-	if !m.apply(host) {
-		return warns
-	}
-	if err := s.writeAtomic(s.Path, host.encode()); err != nil {
-		warns = append(warns, fmt.Sprintf("settings: could not write %s (%v); credentials refreshed inside the container were not kept", s.Path, errText(err)))
-	}
-	return warns
+		host, err := parseObject(hostData)
+		if err != nil {
+			return nil, []string{fmt.Sprintf("settings: %s is not usable (%v); nothing merged back from %s, the file was left untouched", s.Path, err, c.runName())}
+		}
+		if !m.apply(host) {
+			return nil, nil
+		}
+		return host.encode(), nil
+	})...)
 }
 
-// merger sorts the container's changes into allowed merges and dropped field names.
+// merger sorts the run's changes into allowed merges and dropped field names.
 type merger struct {
 	target  string
+	fresh   bool // the copy started without a providers.json: the CLI writes its skeleton
 	merges  []merge
 	dropped []string
 }
@@ -150,7 +147,7 @@ type merge struct {
 	order    []string // key order of the object it came from
 }
 
-// drop records a field the merge leaves out. Names come from the container's file, so odd ones
+// drop records a field the merge leaves out. Names come from the run's copy, so odd ones
 // (control characters, very long) are quoted and cut: a warning names a field, nothing more.
 func (m *merger) drop(path string) {
 	if len(path) > 160 || strings.IndexFunc(path, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
@@ -176,6 +173,8 @@ func (m *merger) diffTop(snap, cp *object) {
 		case k == "providers":
 			m.diffProviders(snap.getObject("providers"), cp.getObject("providers"))
 		case inSnap && equal(sv, cv):
+		case m.fresh && !inSnap && skeleton(k, cv):
+			// version 1 and empty modes: what the CLI writes into a file it creates
 		case k == "lastUsedProvider" && cv == m.target:
 			// the CLI records the provider it ran (the override's): restored, like on the host
 		default:
@@ -355,6 +354,19 @@ func lostProviders(snap, cp *object) []string {
 	return lost
 }
 
+// skeleton reports the top-level values of a providers.json the CLI creates from nothing.
+func skeleton(k string, v any) bool {
+	switch k {
+	case "version":
+		n, ok := v.(json.Number)
+		return ok && n == "1"
+	case "modes":
+		o, ok := v.(*object)
+		return ok && len(o.keys) == 0
+	}
+	return false
+}
+
 // stub reports a provider block that carries nothing a user would miss: no credential, no setting beyond the
 // provider id, the model and reasoning. Cline writes such blocks for any -P it is given, and its invalid-entry
 // wipe leaves one for "cline".
@@ -379,7 +391,7 @@ func stub(block *object) bool {
 // errCopyFile is a settings copy that is not a plain regular file.
 var errCopyFile = errors.New("not a regular file")
 
-// read returns the container's providers.json. Every path component below Dir is checked with
+// read returns the run's providers.json from the copy. Every path component below Dir is checked with
 // Lstat first: a symlink anywhere (settings/ or providers.json), a FIFO, a socket or a device is
 // refused, and so is a file over maxFileSize. On the real file system the read goes through an
 // os.Root at Dir, opened without blocking, and must be the very file that was checked.
@@ -475,4 +487,12 @@ func readCapped(r io.Reader, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: over the %d byte limit", name, maxFileSize)
 	}
 	return data, nil
+}
+
+// blockSettings is a provider block's settings object (nil when there is none).
+func blockSettings(block *object) *object {
+	if block == nil {
+		return nil
+	}
+	return block.getObject("settings")
 }

@@ -87,7 +87,7 @@ func TestMergeAllowed(t *testing.T) {
 				auth, _ := parseObject(testdata(t, "auth_quick_setup.after.json"))
 				*o = *auth
 			},
-			wantWarn: []string{"lastUsedProvider, modes, providers.openai-compatible (a provider that was not in the copy)"},
+			wantWarn: []string{"lastUsedProvider, providers.openai-compatible (a provider that was not in the copy)"},
 		},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -40,7 +41,7 @@ func writeReal(t *testing.T, path string, data []byte, mode os.FileMode) {
 func TestRealFSNoChangeNoWrite(t *testing.T) {
 	s := realStore(t)
 	writeReal(t, s.Path, testdata(t, "a_text_pong.before.json"), 0o644)
-	run, warns := s.Begin(Override{Model: "fake-model"})
+	run, warns := s.Begin()
 	checkWarnings(t, warns, nil)
 	writeReal(t, s.Path, testdata(t, "a_text_pong.after.json"), 0o600)
 	fiBefore, err := os.Stat(s.Path)
@@ -60,10 +61,11 @@ func TestRealFSNoChangeNoWrite(t *testing.T) {
 	}
 }
 
-func TestRealFSRestoreWritesAtomically0600(t *testing.T) {
+func TestRealFSRepairWritesAtomically0600(t *testing.T) {
 	s := realStore(t)
-	writeReal(t, s.Path, testdata(t, "o_provider_override.before.json"), 0o644)
-	run, warns := s.Begin(Override{"openai-native", "gpt-fake"})
+	s.LockPath = LockPath(s.Path)
+	writeReal(t, s.Path, testdata(t, "o_invalid_providers_json_entry.before.json"), 0o644)
+	run, warns := s.Begin()
 	checkWarnings(t, warns, nil)
 
 	// While the run is going, the private pre-run copy exists and is private.
@@ -86,16 +88,16 @@ func TestRealFSRestoreWritesAtomically0600(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := testdata(t, "o_provider_override.before.json"); string(copyData) != string(want) {
+	if want := testdata(t, "o_invalid_providers_json_entry.before.json"); string(copyData) != string(want) {
 		t.Errorf("got private copy\n%s\nwant\n%s", copyData, want)
 	}
 
-	writeReal(t, s.Path, testdata(t, "o_provider_override.after.json"), 0o644)
+	writeReal(t, s.Path, testdata(t, "o_invalid_providers_json_entry.after.json"), 0o644)
 	fiCline, err := os.Stat(s.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkWarnings(t, run.End(), nil)
+	checkWarnings(t, run.End(), []string{"dropped provider(s)"})
 	fi, err := os.Stat(s.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -112,36 +114,43 @@ func TestRealFSRestoreWritesAtomically0600(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := testdata(t, "golden/provider_override.json"); string(got) != string(want) {
+	if want := testdata(t, "golden/invalid_entry_wipe.json"); string(got) != string(want) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	entries, err := os.ReadDir(filepath.Dir(s.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 {
-		t.Errorf("got %d entries in the settings dir, want only providers.json", len(entries))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "providers.json,providers.json.lock" {
+		t.Errorf("got %v in the settings dir, want providers.json and the lock file only", names)
 	}
 	if backups, _ := filepath.Glob(filepath.Join(s.TempDir, "*")); len(backups) != 0 {
 		t.Errorf("got leftovers %v in the temp dir, want none", backups)
 	}
 }
 
-// TestRealFSNoFileBefore: Cline created the file during an override run; only lastUsedProvider goes back (to absent).
-func TestRealFSNoFileBefore(t *testing.T) {
+// TestRealFSHostCopyNoFileBefore: an override run where the user has no providers.json: the CLI
+// creates one in the copy, and the user still has none afterwards.
+func TestRealFSHostCopyNoFileBefore(t *testing.T) {
 	s := realStore(t)
-	run, _ := s.Begin(Override{"lmstudio", "m"})
-	writeReal(t, s.Path, testdata(t, "o_no_providers_json.after.json"), 0o644)
-	checkWarnings(t, run.End(), nil)
-	got, err := os.ReadFile(s.Path)
+	s.LockPath = LockPath(s.Path)
+	c, err := s.HostCopy("", Override{"cline", "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := parseObject(got)
-	if err != nil {
+	writeReal(t, c.SettingsPath, testdata(t, "o_no_providers_json.after.json"), 0o644)
+	checkWarnings(t, s.MergeAllowed(c), nil)
+	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := o.get("lastUsedProvider"); ok {
-		t.Error("got lastUsedProvider, want it absent again as before the run")
+	if _, err := os.Stat(filepath.Dir(s.Path)); !os.IsNotExist(err) {
+		t.Errorf("the user's settings dir was created (%v); an override run must leave no trace", err)
+	}
+	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
+		t.Errorf("the copy %s outlived Close (%v)", c.Dir, err)
 	}
 }

@@ -173,102 +173,44 @@ func oauth(id, access, refresh string, expires int) func(o *object) {
 	}
 }
 
-func TestRestore(t *testing.T) {
+// TestDefaultRunGuard: a default run works on the user's file; afterwards the bridge puts back only
+// what the CLI lost (its invalid-entry wipe, fields its schema drops) and writes nothing otherwise.
+func TestDefaultRunGuard(t *testing.T) {
 	type tc struct {
 		name     string
 		before   []byte // nil: no file before the run
-		ov       Override
 		after    []byte // what Cline left behind
 		golden   string // "" = the file must stay exactly as Cline left it, with no write at all
 		wantWarn []string
 	}
 	pong := testdata(t, "a_text_pong.before.json")
 	pongAfter := testdata(t, "a_text_pong.after.json")
-	provBefore := testdata(t, "o_provider_override.before.json")
-	provAfter := testdata(t, "o_provider_override.after.json")
 	tests := []tc{
-		{
-			name: "provider override (o_provider_override)", ov: Override{"openai-native", "gpt-fake"},
-			before: provBefore, after: provAfter, golden: "provider_override",
-		},
-		{
-			name: "provider override refreshes an oauth token and changes reasoning",
-			ov:   Override{"openai-native", "gpt-fake"},
-			before: edit(t, provBefore, func(o *object) {
-				oauth("openai-native", "at-old", "rt-old", 1)(o)
-				setPath(o, "providers.openai-native.settings.reasoning", map[string]any{"effort": "low"})
-			}),
-			after: edit(t, provAfter, func(o *object) {
-				oauth("openai-native", "at-new", "rt-new", 2)(o)
-				setPath(o, "providers.openai-native.settings.reasoning", map[string]any{"effort": "high", "enabled": true})
-			}),
-			golden: "provider_override_token_refresh",
-		},
-		{
-			name: "model-only override targets lastUsedProvider (o_model_override)", ov: Override{Model: "fake-model-2"},
-			before: testdata(t, "o_model_override.before.json"), after: testdata(t, "o_model_override.after.json"),
-			golden: "model_override",
-		},
-		{
-			name:   "unconfigured provider: new block kept whole (o_provider_override_unconfigured)",
-			ov:     Override{"lmstudio", "some-model"},
-			before: testdata(t, "o_provider_override_unconfigured.before.json"),
-			after:  testdata(t, "o_provider_override_unconfigured.after.json"), golden: "provider_override_unconfigured",
-		},
-		{
-			name: "model absent before is removed again", ov: Override{Model: "m2"},
-			before: edit(t, pong, func(o *object) { delPath(o, "providers.openai-compatible.settings.model") }),
-			after:  edit(t, pongAfter, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "m2") }),
-			golden: "model_absent_before",
-		},
-		{
-			name:   "reasoning added by the run is removed, lastUsedProvider absent before is removed",
-			ov:     Override{"openai-compatible", "m2"},
-			before: edit(t, pong, func(o *object) { delPath(o, "lastUsedProvider") }),
-			after: edit(t, pongAfter, func(o *object) {
-				setPath(o, "providers.openai-compatible.settings.model", "m2")
-				setPath(o, "providers.openai-compatible.settings.reasoning", map[string]any{"effort": "high"})
-			}),
-			golden: "fields_absent_before",
-		},
-		{
-			name: "no file before: only lastUsedProvider restored (o_no_providers_json)", ov: Override{"cline", "x"},
-			before: nil, after: testdata(t, "o_no_providers_json.after.json"), golden: "no_file_before",
-		},
-		{
-			name:   "default run changes nothing tracked: no write (a_text_pong)",
-			before: pong, after: pongAfter,
-		},
+		{name: "default run: no write (a_text_pong)", before: pong, after: pongAfter},
 		{
 			name:   "key override is kept, no write (o_key_override)",
 			before: testdata(t, "o_key_override.before.json"), after: testdata(t, "o_key_override.after.json"),
 		},
 		{
-			name: "override run that changed nothing tracked: no write", ov: Override{Model: "fake-model"},
-			before: pong, after: pongAfter,
+			name:   "a refreshed token is Cline's to write: no write",
+			before: edit(t, pong, oauth("openai-compatible", "at-old", "rt-old", 1)),
+			after:  edit(t, pongAfter, oauth("openai-compatible", "at-new", "rt-new", 2)),
 		},
+		{name: "no file before: the file Cline created stays", before: nil, after: testdata(t, "o_no_providers_json.after.json")},
 		{
-			name:   "invalid-entry wipe on a default run (o_invalid_providers_json_entry)",
+			name:   "invalid-entry wipe (o_invalid_providers_json_entry)",
 			before: testdata(t, "o_invalid_providers_json_entry.before.json"),
 			after:  testdata(t, "o_invalid_providers_json_entry.after.json"), golden: "invalid_entry_wipe",
 			wantWarn: []string{"dropped provider(s) openai-compatible, lmstudio"},
 		},
 		{
-			name:   "invalid-entry wipe on a model override",
-			ov:     Override{Model: "m2"},
-			before: testdata(t, "o_invalid_providers_json_entry.before.json"),
-			after:  testdata(t, "o_invalid_providers_json_entry.after.json"), golden: "invalid_entry_wipe_override",
-			wantWarn: []string{"dropped provider(s) openai-compatible, lmstudio"},
-		},
-		{
 			name: "unknown fields dropped by the CLI are put back in place; key order kept",
-			ov:   Override{Model: "m2"},
 			before: edit(t, pong, func(o *object) {
 				setPath(o, "userNote", "keep me")
 				setPath(o, "providers.openai-compatible.settings.customHeaderX", "1")
 				o.keys = []string{"version", "userNote", "lastUsedProvider", "modes", "providers"}
 			}),
-			after:    edit(t, pongAfter, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "m2") }),
+			after:    pongAfter,
 			golden:   "unknown_fields",
 			wantWarn: []string{"dropped 2 field(s)"},
 		},
@@ -279,7 +221,7 @@ func TestRestore(t *testing.T) {
 			if tt.before != nil {
 				put(t, s, tt.before)
 			}
-			run, warns := s.Begin(tt.ov)
+			run, warns := s.Begin()
 			checkWarnings(t, warns, nil)
 			put(t, s, tt.after) // Cline's run
 			renamesBefore := fs.renames
@@ -310,14 +252,124 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// TestHostOverrideRecordings replays what the real CLI wrote in the override recordings into a
+// HostCopy and merges it back: the user's file is never written (an override leaves no trace), except
+// for a refreshed OAuth token, which is kept.
+func TestHostOverrideRecordings(t *testing.T) {
+	provBefore := testdata(t, "o_provider_override.before.json")
+	provAfter := testdata(t, "o_provider_override.after.json")
+	pong := testdata(t, "a_text_pong.before.json")
+	pongAfter := testdata(t, "a_text_pong.after.json")
+	tests := []struct {
+		name          string
+		ov            Override
+		before, after []byte // the user's file before; what Cline left in the copy
+		golden        string // "" = the user's file is not written at all
+		wantWarn      []string
+	}{
+		{name: "provider override (o_provider_override)", ov: Override{"openai-native", "gpt-fake"}, before: provBefore, after: provAfter},
+		{
+			name: "model-only override (o_model_override)", ov: Override{Model: "fake-model-2"},
+			before: testdata(t, "o_model_override.before.json"), after: testdata(t, "o_model_override.after.json"),
+		},
+		{
+			name: "unconfigured provider: its new block stays in the copy (o_provider_override_unconfigured)", ov: Override{"lmstudio", "some-model"},
+			before: testdata(t, "o_provider_override_unconfigured.before.json"), after: testdata(t, "o_provider_override_unconfigured.after.json"),
+		},
+		{name: "no file before: none after (o_no_providers_json)", ov: Override{"cline", "x"}, after: testdata(t, "o_no_providers_json.after.json")},
+		{
+			name: "model absent before stays absent", ov: Override{Model: "m2"},
+			before: edit(t, pong, func(o *object) { delPath(o, "providers.openai-compatible.settings.model") }),
+			after:  edit(t, pongAfter, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "m2") }),
+		},
+		{
+			name: "reasoning added by the run stays in the copy", ov: Override{"openai-compatible", "m2"},
+			before: edit(t, pong, func(o *object) { delPath(o, "lastUsedProvider") }),
+			after: edit(t, pongAfter, func(o *object) {
+				setPath(o, "providers.openai-compatible.settings.model", "m2")
+				setPath(o, "providers.openai-compatible.settings.reasoning", map[string]any{"effort": "high"})
+			}),
+		},
+		{
+			name: "provider override refreshes an oauth token and changes reasoning: only the token comes home",
+			ov:   Override{"openai-native", "gpt-fake"},
+			before: edit(t, provBefore, func(o *object) {
+				oauth("openai-native", "at-old", "rt-old", 1)(o)
+				setPath(o, "providers.openai-native.settings.reasoning", map[string]any{"effort": "low"})
+			}),
+			after: edit(t, provAfter, func(o *object) {
+				oauth("openai-native", "at-new", "rt-new", 2)(o)
+				setPath(o, "providers.openai-native.settings.reasoning", map[string]any{"effort": "high", "enabled": true})
+			}),
+			golden: "provider_override_token_refresh",
+		},
+		{
+			name: "the CLI's invalid-entry wipe hits only the copy", ov: Override{Model: "m2"},
+			before: testdata(t, "o_invalid_providers_json_entry.before.json"), after: testdata(t, "o_invalid_providers_json_entry.after.json"),
+			wantWarn: []string{"dropped provider(s) openai-compatible, lmstudio from its private copy", "changed lastUsedProvider"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, fs := memStore(t)
+			if tt.before != nil {
+				put(t, s, tt.before)
+			}
+			c, err := s.HostCopy("", tt.ov)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkWarnings(t, c.Warnings, nil)
+			if tt.before != nil {
+				if got := readMem(t, s, c.SettingsPath); string(got) != string(edit(t, tt.before, func(*object) {})) {
+					t.Errorf("the host copy holds\n%s\nwant the whole user file", got)
+				}
+			}
+			if err := afero.WriteFile(s.FS, c.SettingsPath, tt.after, 0o600); err != nil { // Cline's run
+				t.Fatal(err)
+			}
+			checkWarnings(t, s.MergeAllowed(c), tt.wantWarn)
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.golden != "" {
+				golden(t, tt.golden, get(t, s))
+				return
+			}
+			if fs.renames != 0 {
+				t.Errorf("got %d writes of the user's file, want none", fs.renames)
+			}
+			if tt.before == nil {
+				if ok, _ := afero.Exists(s.FS, filepath.Dir(s.Path)); ok {
+					t.Error("the run's new file reached the user's settings dir")
+				}
+				return
+			}
+			if got := get(t, s); string(got) != string(tt.before) {
+				t.Errorf("got\n%s\nwant the user's file byte for byte\n%s", got, tt.before)
+			}
+			checkNoLeftovers(t, s)
+		})
+	}
+}
+
+func readMem(t *testing.T, s *Store, path string) []byte {
+	t.Helper()
+	data, err := afero.ReadFile(s.FS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // TestConcurrentDefaultRunsRepairOnce: two default runs (sharing the read lock) both saw Cline wipe the file and
 // end at the same moment. The guard serialises itself and re-reads before writing, so the providers come back
 // once, the second run finds nothing to repair, and nothing either run's CLI wrote is lost.
 func TestConcurrentDefaultRunsRepairOnce(t *testing.T) {
 	s, fs := memStore(t)
 	put(t, s, testdata(t, "o_invalid_providers_json_entry.before.json"))
-	runA, _ := s.Begin(Override{})
-	runB, _ := s.Begin(Override{})
+	runA, _ := s.Begin()
+	runB, _ := s.Begin()
 	put(t, s, testdata(t, "o_invalid_providers_json_entry.after.json"))
 	warns := make(chan []string, 2)
 	for _, r := range []*Run{runA, runB} {

@@ -63,7 +63,8 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	life := startLifeline(cfg, log)
 	git := &worktree.Git{}
 	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot)}
-	store := &settings.Store{FS: afero.NewOsFs(), Path: settings.Path(os.Getenv, home)}
+	providers := settings.Path(os.Getenv, home)
+	store := &settings.Store{FS: afero.NewOsFs(), Path: providers, LockPath: settings.LockPath(providers)}
 	rc := run.Config{
 		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
 		Host:           &host.Executor{Track: life.TrackGroup},
@@ -76,7 +77,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		Env:            env,
 		Home:           home,
 		Settings:       store,
-		Lock:           &settings.RWLock{},
+		MaxConcurrent:  cfg.maxConcurrent,
 		Git:            git,
 		Worktrees:      wts,
 		SeedPolicy:     cfg.analysisPolicy == "seed",
