@@ -34,6 +34,7 @@ type session struct {
 	iter            int
 	inTok, outTok   int
 	modelCalls      int
+	waited          bool // wait_file= was honoured
 }
 
 // Usage per model call, as the recordings' fake provider reported it.

@@ -34,7 +34,8 @@
 // $FAKE_CLINE_SCENARIO (same syntax without "fake:"), otherwise "pong". An unknown scenario
 // exits 2. `fake-cline --list-scenarios` prints them; SCENARIOS.md describes each one.
 // Common params: delay_ms= (latency of each model call; default $FAKE_CLINE_DELAY_MS or 0),
-// max_iterations= (cap on repeated tool turns, default 10).
+// max_iterations= (cap on repeated tool turns, default 10), wait_file= (the first model call waits
+// until the path exists), count_dir= (RECORD how many runs marked this dir at the start).
 //
 // # Cross-process state
 //
@@ -50,5 +51,6 @@
 //	{"pid","pgid","ppid","argv":[...],"cwd","env":{CLINE_* only},"envKeys":[all names, sorted],
 //	 "stdin":"devnull"|"pipe"|"file"|"closed"|"tty"|"socket"|"chardev"|"other",
 //	 "workDir","dataDir","providersPath","globalSettingsPath"   (absent on usage errors)
-//	 "scenario","params":{k:v},"attempt"?,"refreshedToken"?,"usageError"?,"startedAt"}
+//	 "scenario","params":{k:v},"provider"?,"model"?,"concurrent"?,"attempt"?,"refreshedToken"?,
+//	 "usageError"?,"startedAt"}
 package main

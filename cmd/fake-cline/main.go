@@ -136,9 +136,10 @@ func run(args []string) int {
 
 	pf := readProviders(p.providers)
 	s.provider, s.model = pf.resolveRun(cfg, time.Now())
+	rec.provider, rec.model = s.provider, s.model
 	if rec.scenario == "token_refresh" {
 		rec.token = s.param("token", "fake-access-"+randBase36(24))
-		pf.setAccessToken(s.provider, rec.token)
+		pf.setAccessToken(s.param("id", s.provider), rec.token)
 	}
 	if err := writeAtomic(p.providers, pf.marshal()); err != nil {
 		writeRecord(rec)
@@ -157,6 +158,11 @@ func run(args []string) int {
 	case cfg.yolo:
 	case g.ToolAutoApprove != nil:
 		s.autoApprove = *g.ToolAutoApprove
+	}
+	if dir := s.param("count_dir", ""); dir != "" {
+		n, leave := enterCountDir(dir)
+		defer leave()
+		rec.concurrent = n
 	}
 	writeRecord(rec)
 	return sc.run(s)

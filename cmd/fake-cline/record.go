@@ -3,7 +3,9 @@ package main
 import (
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +21,25 @@ type recordInfo struct {
 	token      string
 	usageError string
 	started    time.Time
+	// provider and model are what the run resolved from its flags and settings file.
+	provider, model string
+	// concurrent is how many invocations sharing count_dir= ran at this one's start (itself included).
+	concurrent int
+}
+
+// enterCountDir marks this invocation as running in dir (a file named by its pid) and returns how
+// many marks are there now, itself included, and the function that removes its mark. Two
+// invocations starting together both count each other.
+func enterCountDir(dir string) (int, func()) {
+	mark := filepath.Join(dir, strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, func() {}
+	}
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		return 0, func() {}
+	}
+	ents, _ := os.ReadDir(dir)
+	return len(ents), func() { _ = os.Remove(mark) }
 }
 
 // writeRecord appends the RECORD line; it does nothing when FAKE_CLINE_RECORD is unset. The line
@@ -60,6 +81,12 @@ func writeRecord(r recordInfo) {
 			kv{"providersPath", r.paths.providers}, kv{"globalSettingsPath", r.paths.global})
 	}
 	line = append(line, kv{"scenario", r.scenario}, kv{"params", params})
+	if r.provider != "" {
+		line = append(line, kv{"provider", r.provider}, kv{"model", r.model})
+	}
+	if r.concurrent > 0 {
+		line = append(line, kv{"concurrent", r.concurrent})
+	}
 	if r.attempt > 0 {
 		line = append(line, kv{"attempt", r.attempt})
 	}

@@ -56,7 +56,7 @@ func init() {
 		"grandchild_holds_stdio": {doc: "re-execs a grandchild (same process group) that keeps stdout/stderr open for seconds= (60); stderr line \"grandchild pid N\"; parent completes and exits 0", run: runGrandchild},
 		"huge":                   {doc: "bytes= of content_start lines (default 1 MiB) or one line= bytes long, then a completed result", run: runHuge},
 		"secrets":                {doc: "prints sk-/nvapi-/Bearer/\"apiKey\"/API_KEY= secrets built from value= on stdout, stderr and in the final text", run: runSecrets},
-		"token_refresh":          {doc: "like pong, and sets providers[p].settings.auth.accessToken to token= (or a random value, see RECORD refreshedToken)", run: runPong},
+		"token_refresh":          {doc: "like pong, and sets providers[id].settings.auth.accessToken (id= defaults to the run's provider) to token= (or a random value, see RECORD refreshedToken)", run: runPong},
 		"probe_write":            {doc: "tries to write in /, /etc, the parent of -c, $HOME, -c and /tmp (keep=true leaves the files, so a test can look for them on the host); JSON report as final text", run: runProbeWrite},
 		"probe_read":             {doc: "tries to read path= (default /etc/shadow); JSON report", run: runProbeRead},
 		"probe_caps":             {doc: "tries chown, mknod, setuid(0), a raw socket; JSON report", run: runProbeCaps},

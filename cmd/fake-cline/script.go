@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"time"
 )
@@ -55,6 +56,7 @@ type script struct {
 
 // modelWait is the latency of one model call: param delay_ms (default $FAKE_CLINE_DELAY_MS, 0).
 func (s *session) modelWait(t turn) {
+	s.waitFile()
 	if d := s.intParam("delay_ms", envInt("FAKE_CLINE_DELAY_MS", 0)); d > 0 {
 		time.Sleep(time.Duration(d) * time.Millisecond)
 	}
@@ -63,6 +65,22 @@ func (s *session) modelWait(t turn) {
 		s.sig.blockForever()
 	case t.waitTerm:
 		s.sig.waitTerm(time.Duration(s.intParam("wait_ms", 60000)) * time.Millisecond)
+	}
+}
+
+// waitFile holds the first model call until the file named by wait_file= exists (a test's
+// release signal); signals keep working meanwhile.
+func (s *session) waitFile() {
+	p := s.param("wait_file", "")
+	if p == "" || s.waited {
+		return
+	}
+	s.waited = true
+	for {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

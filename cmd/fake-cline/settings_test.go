@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 var updatedAtRe = regexp.MustCompile(`"updatedAt": "([^"]*)"`)
@@ -148,4 +149,69 @@ func TestTokenRefreshKeepsOtherFields(t *testing.T) {
 	if !strings.Contains(readFile(t, rec), `"refreshedToken":"tok-123"`) {
 		t.Errorf("RECORD lacks refreshedToken")
 	}
+}
+
+// TestTokenRefreshOfAnotherProviderAndRecordOfWhatItSaw: id= picks the provider whose token is
+// refreshed; RECORD says which provider and model the run resolved.
+func TestTokenRefreshOfAnotherProviderAndRecordOfWhatItSaw(t *testing.T) {
+	w := newWorkspace(t, "o_provider_override")
+	rec := filepath.Join(w.root, "record.jsonl")
+	r := runFake(t, invocation{args: w.args("-m", "m-x", "Reply fake:token_refresh?token=tok-456&id=openai-native"), env: []string{"FAKE_CLINE_RECORD=" + rec}})
+	if r.code != 0 {
+		t.Fatalf("got exit %d", r.code)
+	}
+	got := readFile(t, filepath.Join(w.data, "settings", "providers.json"))
+	if !strings.Contains(got, `"accessToken": "tok-456"`) || strings.Count(got, "accessToken") != 1 {
+		t.Errorf("want only openai-native's token set:\n%s", got)
+	}
+	line := readFile(t, rec)
+	if !strings.Contains(line, `"provider":"openai-compatible","model":"m-x"`) {
+		t.Errorf("RECORD lacks what the run resolved: %s", line)
+	}
+}
+
+// TestWaitFileAndCountDir: a run with wait_file= does not answer before the file exists; runs
+// sharing count_dir= record how many were running when each started.
+func TestWaitFileAndCountDir(t *testing.T) {
+	w := newWorkspace(t, "a_text_pong")
+	rec := filepath.Join(w.root, "record.jsonl")
+	release := filepath.Join(w.root, "release")
+	count := filepath.Join(w.root, "running")
+	prompt := "Reply fake:pong?wait_file=" + release + "&count_dir=" + count
+	done := make(chan result, 2)
+	for range 2 {
+		go func() {
+			done <- runFake(t, invocation{args: w.args(prompt), env: []string{"FAKE_CLINE_RECORD=" + rec}})
+		}()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(readFileOr(rec), "\n") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the runs never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("a run finished before its wait_file existed (exit %d)", r.code)
+	default:
+	}
+	writeFile(t, release, "")
+	for range 2 {
+		if r := <-done; r.code != 0 || !strings.Contains(r.stdout, "PONG") {
+			t.Errorf("got exit %d, stdout %q", r.code, r.stdout)
+		}
+	}
+	lines := readFile(t, rec)
+	if !strings.Contains(lines, `"concurrent":2`) {
+		t.Errorf("no run counted the other one:\n%s", lines)
+	}
+	if ents, _ := os.ReadDir(count); len(ents) != 0 {
+		t.Errorf("marks left in count_dir: %d", len(ents))
+	}
+}
+
+func readFileOr(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
 }

@@ -64,6 +64,9 @@ type Record struct {
 	Scenario           string            `json:"scenario"`
 	StartedAt          time.Time         `json:"startedAt"`
 	RefreshedToken     string            `json:"refreshedToken"`
+	Provider           string            `json:"provider"`   // what the run resolved
+	Model              string            `json:"model"`      // what the run resolved
+	Concurrent         int               `json:"concurrent"` // runs marked in count_dir= at its start
 }
 
 // ReadRecords reads a FAKE_CLINE_RECORD file; a missing file means no invocation yet.
