@@ -2,6 +2,7 @@ package mcpsession
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"testing"
@@ -69,19 +70,25 @@ type Record struct {
 	Concurrent         int               `json:"concurrent"` // runs marked in count_dir= at its start
 }
 
-// ReadRecords reads a FAKE_CLINE_RECORD file; a missing file means no invocation yet.
+// ReadRecords reads a FAKE_CLINE_RECORD file; a missing file means no invocation yet. A last line
+// without its newline is a record being written right now (a reader may see part of a concurrent
+// write): it is left for the next read.
 func ReadRecords(t testing.TB, path string) []Record {
 	t.Helper()
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		data = nil
+	}
 	var out []Record
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var r Record
