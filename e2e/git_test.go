@@ -218,8 +218,9 @@ func inspectionFailed(t *testing.T, w *world) {
 	}
 }
 
-// overrideRestore: provider/model overrides are put back, the token the run refreshed is kept,
-// the file stays 0600 (the Docker run merges the token back from its private copy).
+// overrideRestore: a provider/model override never reaches the user's file (the run works on a
+// private copy, on the host as in a container); the token the run refreshed is merged back, the
+// file stays 0600.
 func overrideRestore(t *testing.T, w *world) {
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply fake:token_refresh?token=tok-" + w.iso,
 		"provider": "openai-native", "model": "gpt-override"})

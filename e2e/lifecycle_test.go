@@ -111,13 +111,13 @@ func cancelDuringBackoff(t *testing.T, w *world) {
 	}
 }
 
-// cancelQueued: a call queued behind a host override run (which holds the settings write lock)
-// is cancelled before it ever starts Cline. In the docker column the queued call asks for
-// Docker: it waits for the read lock to copy the settings.
+// cancelQueued: with --max-concurrent 1, a call queued behind a running one (it is told its place
+// in line) is cancelled before it ever starts Cline. In the docker column the queued call asks for
+// Docker: no container is ever created for it.
 func cancelQueued(t *testing.T, w *world) {
-	first := w.callAsync(context.Background(), "ask_cline", map[string]any{"prompt": "go fake:slow?seconds=5&interval_ms=300", "model": "m-first"}, "tok-first")
+	first := w.callAsync(context.Background(), "ask_cline", map[string]any{"prompt": "go fake:slow?seconds=5&interval_ms=300"}, "tok-first")
 	if !eventually(30*time.Second, func() bool { return len(w.records()) == 1 }) {
-		t.Fatal("the first override run never started")
+		t.Fatal("the first run never started")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -126,17 +126,15 @@ func cancelQueued(t *testing.T, w *world) {
 		args = map[string]any{"prompt": "queued call fake:pong", "isolation": "docker"}
 	}
 	done := w.callAsync(ctx, "ask_cline", args, "tok-queued")
-	// Let the first run (5 s) make progress (two throttled notifications, >= 500 ms) so the
-	// second call has reached the lock.
-	if !eventually(30*time.Second, func() bool { return w.progressCount("tok-first") >= 2 }) {
-		t.Fatal("the first run made no progress")
+	if !eventually(30*time.Second, func() bool { return w.progressContains("tok-queued", "queued, position 1") }) {
+		t.Fatal("the second call was not told it is queued")
 	}
 	if len(w.records()) != 1 || len(mustContainers(t, w)) != 0 {
-		t.Fatal("the queued call started although the first run holds the lock")
+		t.Fatal("the queued call started although the first run holds the only slot")
 	}
 	cancel()
 	<-done
-	w.wantWithheld("settings lock")
+	w.wantWithheld("cancelled while it was queued")
 	if err := <-first; err != nil {
 		t.Fatalf("first call: %v", err)
 	}

@@ -70,7 +70,7 @@ var scenarios = []scenario{
 	{name: "edits_inspection_failed", custom: inspectionFailed},
 	{name: "cancelled during run", custom: cancelDuringRun},
 	{name: "cancelled during backoff", opts: worldOpts{args: []string{"--retry-backoff", "20s"}}, custom: cancelDuringBackoff},
-	{name: "cancelled while queued for the settings lock", opts: worldOpts{floor: host}, custom: cancelQueued},
+	{name: "cancelled while queued for a slot (--max-concurrent 1)", opts: worldOpts{floor: host, args: []string{"--max-concurrent", "1"}}, custom: cancelQueued},
 
 	// Outcomes that are not plain kinds.
 	{name: "success despite exit 1 after a completed result", prompt: "go fake:completed_then_exit1", want: both(expect{attempts: 1, contains: "PONG", warning: "exited with code 1 after a completed result"})},
@@ -95,7 +95,7 @@ var scenarios = []scenario{
 		docker: "same as host",
 	}},
 	{name: "grace 500ms with a grandchild holding stdio", custom: graceGrandchild},
-	{name: "override restore keeps the refreshed token", custom: overrideRestore},
+	{name: "override leaves the user's defaults and keeps the refreshed token", custom: overrideRestore},
 	{name: "apply diff of exactly the run's changes", custom: applyDiff},
 	{name: "workspace worktree removed after success and timeout", custom: workspaceCleanup},
 	{name: "huge output 200 MiB, bounded server memory", custom: hugeOutput},

@@ -37,12 +37,18 @@ type retryGuard func(ctx context.Context, a attempt) string
 // afterwards Run.End puts back what the CLI's invalid-entry wipe lost. A run with a provider/model
 // override, and every container, works on a private copy made per attempt (hostSpec, dockerSpec),
 // so the user's file never carries an override, not even for a moment, and a crash cannot leave one
-// behind; refreshed credentials are merged back afterwards. No lock is held while Cline runs.
+// behind; refreshed credentials are merged back afterwards. Overrides exclude nothing: only a
+// merge-back that has a refreshed token to write waits for this server's default runs in flight
+// (settings.Store.Begin).
 func (k *call) withSettings(ctx context.Context, guard retryGuard) Result {
 	if k.iso == sandbox.IsolationDocker || k.Override() {
 		return k.attempts(ctx, guard)
 	}
-	sr, warns := k.r.cfg.Settings.Begin()
+	sr, warns, err := k.r.cfg.Settings.Begin(ctx)
+	if err != nil {
+		return k.fail(cline.KindCancelled, "the call was cancelled while it waited for a merge of refreshed credentials into providers.json", false)
+	}
+	k.hold = sr
 	k.warnings = append(k.warnings, warns...)
 	res := k.attempts(ctx, guard)
 	res.Warnings = append(res.Warnings, sr.End()...)
@@ -265,7 +271,13 @@ func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) (func(), 
 // which holds keys. It runs on every path: a refreshed token is the user's, whatever became of the
 // call.
 func (k *call) mergeBack(cp *settings.Copy) {
-	k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
+	if k.hold != nil {
+		// A container retry of a default host call: this call's own shared hold would block the
+		// exclusive one.
+		k.warnings = append(k.warnings, k.hold.MergeAllowed(cp)...)
+	} else {
+		k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
+	}
 	if err := cp.Close(); err != nil {
 		k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
 	}

@@ -125,6 +125,7 @@ type call struct {
 	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
 	repo     *worktree.Repo    // the checkout or worktree as recorded before the first attempt (nil: none yet)
 	private  string            // private 0700 temp dir of this call (global settings, copies)
+	hold     *settings.Run     // a default host run's shared hold on the settings (nil: none)
 	res      Result
 	warnings []string
 	// mayHaveWritten is set when an attempt could have changed files: it ran in a container

@@ -6,7 +6,7 @@
 //
 // A default host run works on the user's file itself, so the CLI's own token refreshes land there:
 //
-//	run, warns := store.Begin()
+//	run, warns, err := store.Begin(ctx)  // err only when ctx ended while it waited for a merge-back
 //	defer: warns = append(warns, run.End()...) — End runs on every path, also cancel/failure
 //
 // A host override run and a Docker run work on a copy; the user's file never carries an override:
@@ -15,10 +15,12 @@
 //	run Cline with CLINE_PROVIDER_SETTINGS_PATH=c.SettingsPath (a container: data dir c.Dir)
 //	warns := store.MergeAllowed(c); c.Close()
 //
-// No run holds a lock while Cline runs. Each write of the user's file (End's repair, MergeAllowed) is one
-// read-modify-write under the Store's mutex and an advisory file lock, LockPath(Path), that every cline-mcp
-// process of the user takes: it re-reads the file after locking, so a refresh merged by another process is
-// never lost.
+// Each write of the user's file (End's repair, MergeAllowed) is one read-modify-write under the Store's mutex
+// and an advisory file lock, LockPath(Path), that every cline-mcp process of the user takes: it re-reads the
+// file after locking and renames its result over the file only if the file still holds what it read, so a
+// refresh merged by another process, or written by a running CLI, is not lost. Within the process, default
+// runs (whose CLI writes the user's file) share a fair hold on the Store from Begin to End, and a merge-back
+// with something to write holds it alone for that write only; an override never excludes anything.
 //
 // The trust boundary: the container's copy holds only the provider the run may use (PrivateCopy), and
 // MergeAllowed is the only way anything a copy's run wrote reaches the user's file — refreshed OAuth credentials

@@ -36,7 +36,7 @@ func TestRepairFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, fs := memStore(t)
 			put(t, s, before)
-			run, warns := s.Begin()
+			run, warns := begin(t, s)
 			checkWarnings(t, warns, nil)
 			put(t, s, tt.after)
 			if tt.inject != nil {
@@ -63,7 +63,7 @@ func TestBeginFaults(t *testing.T) {
 		s, fs := memStore(t)
 		put(t, s, pong)
 		fs.set(func(f *faultFS) { f.openErr[memPath] = syscall.EACCES })
-		run, warns := s.Begin()
+		run, warns := begin(t, s)
 		checkWarnings(t, warns, []string{"cannot read"})
 		fs.set(func(f *faultFS) { delete(f.openErr, memPath) })
 		after := edit(t, pong, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "x") })
@@ -78,7 +78,7 @@ func TestBeginFaults(t *testing.T) {
 		s, _ := memStore(t)
 		broken := []byte(`{"version":1,"providers":{"x":{"settings":{"apiKey":"sk-test-123"`)
 		put(t, s, broken)
-		run, warns := s.Begin()
+		run, warns := begin(t, s)
 		checkWarnings(t, warns, []string{"not usable before the run"})
 		put(t, s, wipe)
 		checkWarnings(t, run.End(), []string{"original bytes were put back"})
@@ -91,7 +91,7 @@ func TestBeginFaults(t *testing.T) {
 		s, fs := memStore(t)
 		broken := []byte("{")
 		put(t, s, broken)
-		run, warns := s.Begin()
+		run, warns := begin(t, s)
 		checkWarnings(t, warns, []string{"not usable before the run"})
 		n := fs.renames
 		checkWarnings(t, run.End(), nil)
@@ -102,7 +102,7 @@ func TestBeginFaults(t *testing.T) {
 	t.Run("file removed during the run: pre-run copy put back", func(t *testing.T) {
 		s, _ := memStore(t)
 		put(t, s, pong)
-		run, _ := s.Begin()
+		run, _ := begin(t, s)
 		if err := s.FS.Remove(s.Path); err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestBeginFaults(t *testing.T) {
 	})
 	t.Run("no file before, none after: nothing happens", func(t *testing.T) {
 		s, fs := memStore(t)
-		run, warns := s.Begin()
+		run, warns := begin(t, s)
 		checkWarnings(t, warns, nil)
 		checkWarnings(t, run.End(), nil)
 		if fs.renames != 0 {
@@ -164,7 +164,7 @@ func TestWindowsRenameRetry(t *testing.T) {
 			var sleeps []time.Duration
 			s.sleep = func(d time.Duration) { sleeps = append(sleeps, d) }
 			put(t, s, before)
-			run, _ := s.Begin()
+			run, _ := begin(t, s)
 			put(t, s, after)
 			checkWarnings(t, run.End(), tt.wantWarn)
 			if calls != tt.wantCalls {

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,9 +77,17 @@ func (k valueKind) accepts(v any) bool {
 // non-regular file, bigger than 4 MiB or not a JSON object is ignored with a warning; nothing is
 // ever read through a symlink in the copy. Changes made to the host file meanwhile are kept; where
 // both sides changed the same credential, the copy's (newer) value wins. Nothing merged → no
-// write. The write is one read-modify-write under the Store's cross-process lock (exclusive), so a
-// refresh another process merged or wrote meanwhile is kept. It returns warnings, never an error.
-func (s *Store) MergeAllowed(c *Copy) []string {
+// write. When there is something to write, it waits for the default runs of this Store to end (their
+// CLIs write the user's file; see Begin) and writes alone, as one read-modify-write under the
+// cross-process lock (see update), so a refresh another process merged or wrote meanwhile is kept. It
+// never waits while it has nothing to write. It returns warnings, never an error.
+func (s *Store) MergeAllowed(c *Copy) []string { return s.mergeAllowed(c, false) }
+
+// MergeAllowed merges a copy made during this default run (a retry in a container) without the
+// exclusive hold, which this run's own shared hold would block: like the Store's, otherwise.
+func (r *Run) MergeAllowed(c *Copy) []string { return r.s.mergeAllowed(c, true) }
+
+func (s *Store) mergeAllowed(c *Copy, held bool) []string {
 	if c == nil {
 		return nil
 	}
@@ -113,7 +122,10 @@ func (s *Store) MergeAllowed(c *Copy) []string {
 	if len(m.merges) == 0 {
 		return warns
 	}
-
+	if !held {
+		_ = s.runs.Lock(context.Background()) // never fails without a cancel
+		defer s.runs.Unlock()
+	}
 	return append(warns, s.update("credentials refreshed during the run were not kept", func(hostData []byte, err error) ([]byte, []string) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

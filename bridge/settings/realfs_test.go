@@ -41,7 +41,7 @@ func writeReal(t *testing.T, path string, data []byte, mode os.FileMode) {
 func TestRealFSNoChangeNoWrite(t *testing.T) {
 	s := realStore(t)
 	writeReal(t, s.Path, testdata(t, "a_text_pong.before.json"), 0o644)
-	run, warns := s.Begin()
+	run, warns := begin(t, s)
 	checkWarnings(t, warns, nil)
 	writeReal(t, s.Path, testdata(t, "a_text_pong.after.json"), 0o600)
 	fiBefore, err := os.Stat(s.Path)
@@ -65,7 +65,7 @@ func TestRealFSRepairWritesAtomically0600(t *testing.T) {
 	s := realStore(t)
 	s.LockPath = LockPath(s.Path)
 	writeReal(t, s.Path, testdata(t, "o_invalid_providers_json_entry.before.json"), 0o644)
-	run, warns := s.Begin()
+	run, warns := begin(t, s)
 	checkWarnings(t, warns, nil)
 
 	// While the run is going, the private pre-run copy exists and is private.

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,7 +27,9 @@ const maxFileSize = 4 << 20
 // Set the exported fields, then share one *Store among all calls that use the same file. Every write of
 // Path — a default run's repair (Run.End) and a merge-back (MergeAllowed) — is one read-modify-write
 // under the Store's mutex and, with LockPath set, an advisory file lock shared by every cline-mcp
-// process of the user (see exclusive). No run holds anything while Cline runs.
+// process of the user (see update). Within the process, a default run (whose CLI writes the user's
+// file) holds a shared hold on the Store from Begin to End, and a merge-back that has something to
+// write takes it exclusively for that write only, so no merge ever races a CLI this process started.
 type Store struct {
 	FS   afero.Fs // afero.NewOsFs() in production
 	Path string   // providers.json, from Path()
@@ -38,6 +41,7 @@ type Store struct {
 	TempDir  string                              // parent of private temp dirs; "" = os.TempDir()
 
 	mu    sync.Mutex
+	runs  rwLock              // default runs share it; a merge-back that writes holds it alone
 	sleep func(time.Duration) // nil = time.Sleep; tests record the backoff instead
 }
 
@@ -73,11 +77,24 @@ type Run struct {
 	once sync.Once
 }
 
+// ErrCancelled is returned by Begin when ctx ended while the run waited for a merge-back.
+var ErrCancelled = errors.New("cancelled while waiting for a merge of refreshed credentials into the settings file")
+
 // Begin is called before a default run (no provider/model override: those run on a HostCopy and
-// never touch the user's file). It keeps a private pre-run copy of the file (0600 in a fresh 0700
-// temp dir; it outlives End only if the process dies mid-run, as a copy to recover from). It never
-// fails the run: problems come back as warnings. End must be called exactly once, on every path.
-func (s *Store) Begin() (*Run, []string) {
+// never touch the user's file). It takes the Store's shared hold — waiting, in arrival order, only
+// while a merge-back writes or waits to — and keeps a private pre-run copy of the file (0600 in a
+// fresh 0700 temp dir; it outlives End only if the process dies mid-run, as a copy to recover from).
+// It fails only when ctx ends while it waits (ErrCancelled, wrapping ctx.Err()); problems with the
+// file come back as warnings. After a nil error, End must be called exactly once, on every path.
+func (s *Store) Begin(ctx context.Context) (*Run, []string, error) {
+	if err := s.runs.RLock(ctx); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrCancelled, err)
+	}
+	r, warns := s.begin()
+	return r, warns, nil
+}
+
+func (s *Store) begin() (*Run, []string) {
 	r := &Run{s: s}
 	var warns []string
 	data, err := s.readFile(s.Path)
@@ -121,11 +138,12 @@ func (r *Run) keepBackup(data []byte) error {
 }
 
 // End repairs data loss: what the CLI dropped from the file during the run is put back (see guard),
-// under the Store's write discipline (see exclusive), after re-reading the file. Call it on every
-// path (defer); later calls do nothing. It returns warnings, never an error.
+// as one read-modify-write (see update), then releases the run's shared hold. Call it on every path
+// (defer); later calls do nothing. It returns warnings, never an error.
 func (r *Run) End() []string {
 	var warns []string
 	r.once.Do(func() {
+		defer r.s.runs.RUnlock()
 		warns = r.end()
 		if r.backupDir != "" {
 			if err := r.s.FS.RemoveAll(r.backupDir); err != nil {

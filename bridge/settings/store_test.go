@@ -1,10 +1,13 @@
 package settings
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -221,7 +224,7 @@ func TestDefaultRunGuard(t *testing.T) {
 			if tt.before != nil {
 				put(t, s, tt.before)
 			}
-			run, warns := s.Begin()
+			run, warns := begin(t, s)
 			checkWarnings(t, warns, nil)
 			put(t, s, tt.after) // Cline's run
 			renamesBefore := fs.renames
@@ -368,8 +371,8 @@ func readMem(t *testing.T, s *Store, path string) []byte {
 func TestConcurrentDefaultRunsRepairOnce(t *testing.T) {
 	s, fs := memStore(t)
 	put(t, s, testdata(t, "o_invalid_providers_json_entry.before.json"))
-	runA, _ := s.Begin()
-	runB, _ := s.Begin()
+	runA, _ := begin(t, s)
+	runB, _ := begin(t, s)
 	put(t, s, testdata(t, "o_invalid_providers_json_entry.after.json"))
 	warns := make(chan []string, 2)
 	for _, r := range []*Run{runA, runB} {
@@ -382,4 +385,66 @@ func TestConcurrentDefaultRunsRepairOnce(t *testing.T) {
 	}
 	golden(t, "invalid_entry_wipe", get(t, s))
 	checkNoLeftovers(t, s)
+}
+
+// begin is Store.Begin for tests, which never cancel it.
+func begin(t *testing.T, s *Store) (*Run, []string) {
+	t.Helper()
+	r, w, err := s.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, w
+}
+
+// TestMergeWaitsForDefaultRuns: within the process, a merge-back that has a refreshed token to write
+// waits until the default runs in flight have ended (their CLIs write the user's file), and a default
+// run that arrives meanwhile waits behind it, or leaves when cancelled. A merge with nothing to write
+// never waits.
+func TestMergeWaitsForDefaultRuns(t *testing.T) {
+	s, _ := memStore(t)
+	put(t, s, edit(t, testdata(t, "a_text_pong.before.json"), oauth("openai-compatible", "at-old", "rt-old", 1)))
+	idle, err := s.PrivateCopy("", Override{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	c, err := s.HostCopy("", Override{Model: "m2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	put(t, &Store{FS: s.FS, Path: c.SettingsPath}, edit(t, c.snapshot, func(o *object) {
+		setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
+	}))
+
+	run, _ := begin(t, s)
+	checkWarnings(t, s.MergeAllowed(idle), nil) // nothing to write: does not wait for the run
+	merged := make(chan []string, 1)
+	go func() { merged <- s.MergeAllowed(c) }()
+	for s.runs.queued() == 0 { // the merge is waiting
+		runtime.Gosched()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	late := make(chan error, 1)
+	go func() { _, _, err := s.Begin(ctx); late <- err }()
+	for s.runs.queued() < 2 {
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-late; !errors.Is(err, ErrCancelled) || !errors.Is(err, context.Canceled) {
+		t.Errorf("a default run cancelled while it waited: got %v", err)
+	}
+	select {
+	case w := <-merged:
+		t.Fatalf("the merge wrote (%q) while a default run was in flight", w)
+	default:
+	}
+	checkWarnings(t, run.End(), nil)
+	checkWarnings(t, <-merged, nil)
+	if got := string(get(t, s)); !strings.Contains(got, "at-new") {
+		t.Errorf("the refresh was not merged:\n%s", got)
+	}
+	again, _ := begin(t, s) // the hold is free again
+	checkWarnings(t, again.End(), nil)
 }

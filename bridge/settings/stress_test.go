@@ -72,7 +72,7 @@ func TestStressOverridesNeverReachTheUserFile(t *testing.T) {
 	for i := range 100 {
 		wg.Go(func() {
 			if i%3 == 0 {
-				run, warns := s.Begin()
+				run, warns := begin(t, s)
 				checkWarnings(t, append(warns, run.End()...), nil)
 				return
 			}
