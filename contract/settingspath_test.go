@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,4 +171,46 @@ func listing(t *testing.T, dir string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestOverrideRefreshThroughTheServer: the whole host override path with the real CLI. A call with a
+// model override on the Cline provider (signed in with OAuth, its token expired) runs on a private
+// copy; the CLI refreshes the token there; the server merges the new tokens into the user's file and
+// nothing else: the saved model, lastUsedProvider and the other provider stay as they were, and the
+// call carries no warning.
+func TestOverrideRefreshThroughTheServer(t *testing.T) {
+	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG after a refresh")), withProviders(oauthProviders))
+	w.prov.SetRefresh(fakeprovider.ClineRefresh(newAccess, newRefresh, accountID))
+	before := w.readJSON(w.providers)
+	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "model": "fake-model-2"})
+	wantOK(t, res, sc)
+	if ws, _ := sc["warnings"].([]any); len(ws) != 0 {
+		t.Errorf("an honest override run with a refresh warned: %v", ws)
+	}
+	chats := w.chats(1)
+	if got := chats[0].Header.Get("Authorization"); !strings.Contains(got, newAccess) {
+		t.Errorf("the model call sent Authorization %q, want the refreshed token", got)
+	}
+	if got := chats[0].Body["model"]; got != "fake-model-2" {
+		t.Errorf("the model call used %v, want the override", got)
+	}
+	after := w.readJSON(w.providers)
+	cl := settingsOf(after, "cline")
+	auth, _ := cl["auth"].(map[string]any)
+	if auth["refreshToken"] != newRefresh || !strings.Contains(str(auth, "accessToken"), newAccess) || auth["accountId"] != accountID {
+		t.Errorf("cline auth in the user's file after the run: %v, want the refreshed tokens merged back", auth)
+	}
+	if cl["model"] != "fake-model" {
+		t.Errorf("cline model %v in the user's file, want fake-model (the override stays in the copy)", cl["model"])
+	}
+	if after["lastUsedProvider"] != before["lastUsedProvider"] {
+		t.Errorf("lastUsedProvider %v, want %v", after["lastUsedProvider"], before["lastUsedProvider"])
+	}
+	oc, ocBefore := settingsOf(after, "openai-compatible"), settingsOf(before, "openai-compatible")
+	if fmt.Sprint(oc) != fmt.Sprint(ocBefore) {
+		t.Errorf("openai-compatible changed: %v, want %v", oc, ocBefore)
+	}
+	if left, _ := filepath.Glob(filepath.Join(w.root, "tmp", "cline-mcp-call-*")); len(left) != 0 {
+		t.Errorf("private call dirs (settings copies) left: %v", left)
+	}
 }
