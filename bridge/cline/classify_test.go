@@ -280,6 +280,7 @@ func TestClassifyAnalysisWarningsFromRecordings(t *testing.T) {
 		{"b_run_commands_tool", nil, []string{warn}},
 		{"y_run_commands_mixed", nil, []string{warn}},
 		{"y_run_commands_all_failed", nil, nil},
+		{"y_run_commands_no_shell", nil, nil},
 		{"b_run_commands_tool", DockerAnalysisAllowedTools, nil},
 		{"y_run_commands_mixed", DockerAnalysisAllowedTools, nil},
 	} {

@@ -173,6 +173,7 @@ func TestParserFailedCommands(t *testing.T) {
 	}{
 		{"y_run_commands_mixed", []ToolCount{{"run_commands", 1}}, "false: Command exited with code 1"},
 		{"y_run_commands_all_failed", nil, "false: Command exited with code 1"},
+		{"y_run_commands_no_shell", nil, "echo hi: Command failed: Failed to execute command: ENOENT: no such file or directory, posix_spawn '/bin/bash'"},
 	} {
 		t.Run(tc.rec, func(t *testing.T) {
 			var ends []Event
