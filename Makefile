@@ -5,6 +5,8 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE      ?= cline-mcp/cline:latest
 FAKE_IMAGE ?= cline-mcp/fake-cline:latest
+# the real CLI's image the contract suite runs in Docker; per checkout with CLINE_MCP_TEST_TAG
+CONTRACT_IMAGE ?= cline-mcp/cline:contract$(if $(CLINE_MCP_TEST_TAG),-$(CLINE_MCP_TEST_TAG))
 CLINE_VERSION ?= 3.0.65
 # image base: auto (a registry when one answers, else debootstrap), registry or debootstrap
 IMAGE_BASE ?= auto
@@ -57,9 +59,15 @@ bench: build image-fake
 e2e: image-fake
 	$(GO) test -count=1 -timeout 30m -tags e2e ./e2e/...
 
-## contract: the suite against the real Cline CLI (installs cline@$(CLINE_VERSION) from npm into a cache dir)
+## contract: the suite against the real Cline CLI, on the host (installs cline@$(CLINE_VERSION) from npm
+## into a cache dir) and in Docker (builds the real image as $(CONTRACT_IMAGE) first; without an
+## engine or a base for it the Docker half skips loudly, and fails under CI=true)
 contract: build
-	$(GO) test -count=1 -timeout 30m -tags contract ./contract/...
+	@if docker info >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory image IMAGE=$(CONTRACT_IMAGE) || { [ "$$CI" = true ] && exit 1; \
+	    echo "WARNING: $(CONTRACT_IMAGE) not built: the Docker half of the contract suite will skip"; }; \
+	 fi
+	CLINE_MCP_CONTRACT_IMAGE=$(CONTRACT_IMAGE) $(GO) test -count=1 -timeout 30m -tags contract ./contract/...
 
 ## cross: every package, command and test binary (default, e2e and contract tags) must compile
 ## for every target; `go vet` compiles the tests.

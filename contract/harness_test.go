@@ -66,6 +66,7 @@ type worldCfg struct {
 	args      []string
 	providers func(baseURL string) map[string]any
 	docker    bool
+	serial    bool
 }
 
 func serverArgs(a ...string) worldOpt { return func(c *worldCfg) { c.args = append(c.args, a...) } }
@@ -79,6 +80,9 @@ func withProviders(f func(baseURL string) map[string]any) worldOpt {
 // Flags in serverArgs come later and win (e.g. another --docker-network).
 func inDocker() worldOpt { return func(c *worldCfg) { c.docker = true } }
 
+// alone keeps the test serial: for a test with two worlds, or one that measures time.
+func alone() worldOpt { return func(c *worldCfg) { c.serial = true } }
+
 // newWorld starts everything for one test, which runs in parallel with the others.
 func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *world {
 	t.Helper()
@@ -91,7 +95,9 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 	} else {
 		needSuite(t)
 	}
-	t.Parallel()
+	if !cfg.serial {
+		t.Parallel()
+	}
 	root := t.TempDir()
 	w := &world{t: t, root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), tag: randomTag(t), docker: cfg.docker}
 	w.providers = filepath.Join(w.home, ".cline", "data", "settings", "providers.json")
