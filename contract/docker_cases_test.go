@@ -131,6 +131,8 @@ func TestDockerTimeoutAndCancel(t *testing.T) {
 		t.Errorf("3 s after the timeout result these containers remain: %v", left)
 	}
 
+	// Under load the CLI may not have reached the model within 6 s: count what arrived so far.
+	before := len(w.chats(-1))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -139,8 +141,11 @@ func TestDockerTimeoutAndCancel(t *testing.T) {
 		done <- err
 	}()
 	select {
-	case <-w.prov.Arrived(3): // two from the timed-out attempts
+	case <-w.prov.Arrived(before + 1):
 	case <-time.After(2 * time.Minute):
+		for _, r := range w.prov.Requests() {
+			t.Logf("provider: %s %s #%d at %s", r.Method, r.Path, r.Index, r.Time.Format("15:04:05.000"))
+		}
 		t.Fatal("the CLI never called the provider")
 	}
 	if len(serverContainers(pid)) == 0 {

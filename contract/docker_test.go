@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -142,14 +143,17 @@ func startRelayProvider(t *testing.T, dir, name string, respond fakeprovider.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuilder{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = exec.Command("docker", "rm", "-f", name).Run()
 		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("relay %s:\n%s", name, stderr.String())
+		}
 	})
 	ready := make(chan error, 1)
 	go func() {
@@ -234,4 +238,22 @@ func containersGone(pid int, d time.Duration) []string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// lockedBuilder is a strings.Builder safe for a writer goroutine and a reader.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 )
 
 func main() {
@@ -32,37 +33,46 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("ready %s\n", ln.Addr())
-	for {
+	for n := 1; ; n++ {
 		c, err := ln.Accept()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "relay: accept:", err)
 			os.Exit(1)
 		}
-		go forward(c.(*net.TCPConn), *to)
+		go forward(n, c.(*net.TCPConn), *to)
 	}
 }
 
 // forward copies both ways and passes each half-close on, so HTTP keep-alive and streamed
-// responses behave as if the client talked to the provider directly.
-func forward(c *net.TCPConn, to string) {
+// responses behave as if the client talked to the provider directly. Each connection's life is
+// logged to stderr (the tests show it when they fail).
+func forward(n int, c *net.TCPConn, to string) {
 	defer c.Close()
+	start := time.Now()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "relay: %s conn %d from %s: %s\n", time.Now().Format("15:04:05.000"), n, c.RemoteAddr(), fmt.Sprintf(format, a...))
+	}
+	logf("accepted")
 	u, err := net.Dial("unix", to)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "relay: dial:", err)
+		logf("dial: %v", err)
 		return
 	}
+	defer func() { logf("closed after %v", time.Since(start).Round(time.Millisecond)) }()
 	uc := u.(*net.UnixConn)
 	defer uc.Close()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(uc, c)
+		b, err := io.Copy(uc, c)
+		logf("client side ended after %d bytes (%v)", b, err)
 		_ = uc.CloseWrite()
 	}()
 	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(c, uc)
+		b, err := io.Copy(c, uc)
+		logf("provider side ended after %d bytes (%v)", b, err)
 		_ = c.CloseWrite()
 	}()
 	wg.Wait()
