@@ -127,7 +127,8 @@ func WithImage(ref string) Option {
 	}
 }
 
-// WithNetwork sets the network mode: "bridge" (default), "none", or the name of a network.
+// WithNetwork sets the network mode: "bridge" (default), "none", the name of a network, or
+// "container:<name>" (share the network namespace of a running container).
 func WithNetwork(name string) Option {
 	return func(e *Executor) error {
 		if name == "" {
