@@ -3,17 +3,14 @@
 package contract
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,38 +136,26 @@ func startRelayProvider(t *testing.T, dir, name string, respond fakeprovider.Res
 		"--network", "none", "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--log-driver", "none", "-v", dir+":"+dir, dockerSuite.relay,
 		"-listen", fmt.Sprintf("127.0.0.1:%d", relayPort), "-to", sock)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &lockedBuilder{}
-	cmd.Stderr = stderr
+	out := &watchBuffer{needle: []byte("ready "), seen: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = exec.Command("docker", "rm", "-f", name).Run()
-		_ = cmd.Wait()
+		<-exited
 		if t.Failed() {
-			t.Logf("relay %s:\n%s", name, stderr.String())
+			t.Logf("relay %s:\n%s", name, out.String())
 		}
 	})
-	ready := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err == nil && !strings.HasPrefix(line, "ready ") {
-			err = fmt.Errorf("unexpected first line %q", line)
-		}
-		ready <- err
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
 	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatalf("relay container %s: %v\n%s", name, err, stderr.String())
-		}
+	case <-out.seen:
+	case err := <-exited:
+		t.Fatalf("relay container %s exited: %v\n%s", name, err, out.String())
 	case <-time.After(time.Minute):
-		t.Fatalf("relay container %s did not start within a minute\n%s", name, stderr.String())
+		t.Fatalf("relay container %s did not start within a minute\n%s", name, out.String())
 	}
 	return prov
 }
@@ -209,21 +194,9 @@ func setprivArgs(t *testing.T) []string {
 
 // serverContainers lists the containers (running or not) of the server with this pid.
 func serverContainers(pid int) []string {
-	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=cline-mcp.instance",
-		"--format", `{{.ID}} {{.Label "cline-mcp.instance"}}`).Output()
+	ids, err := mcpsession.ContainersOf(pid)
 	if err != nil {
 		return []string{"docker ps: " + err.Error()}
-	}
-	var ids []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		parts := strings.Split(f[1], "-") // <hostname>-<pid>-<start ticks>
-		if len(parts) >= 3 && parts[len(parts)-2] == strconv.Itoa(pid) {
-			ids = append(ids, f[0])
-		}
 	}
 	return ids
 }
@@ -238,22 +211,4 @@ func containersGone(pid int, d time.Duration) []string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// lockedBuilder is a strings.Builder safe for a writer goroutine and a reader.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

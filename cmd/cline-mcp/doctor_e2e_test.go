@@ -3,11 +3,9 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
@@ -17,12 +15,7 @@ import (
 // fake image: no host CLI is needed, the network must exist, and the CLI and the shell it runs
 // commands with must work inside the image.
 func TestDoctorDocker(t *testing.T) {
-	if err := mcpsession.DockerAvailable(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no Docker engine: %v", err)
-		}
-		t.Skipf("!!! SKIPPED: no Docker engine: %v", err)
-	}
+	mcpsession.NeedDocker(t)
 	bins, err := mcpsession.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -91,29 +84,7 @@ func TestDoctorDocker(t *testing.T) {
 			if dh := os.Getenv("DOCKER_HOST"); dh != "" {
 				cmd.Env = append(cmd.Env, "DOCKER_HOST="+dh)
 			}
-			out, err := cmd.CombinedOutput()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			text := string(out)
-			if code != c.exit {
-				t.Errorf("got exit %d, want %d\n%s", code, c.exit, text)
-			}
-			lines := strings.Split(text, "\n")
-			for _, w := range c.want {
-				if !hasPrefixLine(lines, w) {
-					t.Errorf("no line starting with %q:\n%s", w, text)
-				}
-			}
-			for _, name := range c.wantFix {
-				if !fixFollows(lines, name) {
-					t.Errorf("the %s check has no fix line:\n%s", name, text)
-				}
-			}
+			runDoctor(t, cmd, c.exit, c.want, c.wantFix)
 		})
 	}
 	if ids, err := mcpsession.LabelledContainers("cline-mcp.doctor"); err != nil || len(ids) > 0 {

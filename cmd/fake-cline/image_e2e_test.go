@@ -22,12 +22,7 @@ import (
 // without /bin/bash fails every command the way the real CLI does without it
 // (y_run_commands_no_shell).
 func TestImageMirrorsRealImage(t *testing.T) {
-	if err := mcpsession.DockerAvailable(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no Docker engine: %v", err)
-		}
-		t.Skipf("!!! SKIPPED: no Docker engine: %v", err)
-	}
+	mcpsession.NeedDocker(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fake-cline")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
