@@ -5,6 +5,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,9 @@ import (
 // dockerErr is why Docker tests cannot run here; under CI=true that fails the suite instead.
 var dockerErr error
 
+// gitImageErr is why the fake image with git could not be built (not on a Linux host).
+var gitImageErr error
+
 func init() {
 	beforeAll = append(beforeAll, func() error {
 		if err := mcpsession.DockerAvailable(); err != nil {
@@ -32,7 +36,12 @@ func init() {
 		if err := mcpsession.BuildFakeImage(bins); err != nil {
 			return err
 		}
-		return mcpsession.BuildFakeImageWithGit()
+		gitImageErr = mcpsession.BuildFakeImageWithGit()
+		if errors.Is(gitImageErr, mcpsession.ErrNoHostGitImage) && os.Getenv("CI") != "true" {
+			fmt.Fprintf(os.Stderr, "!!! the git-in-the-sandbox test will be SKIPPED: %v\n", gitImageErr)
+			return nil
+		}
+		return gitImageErr
 	})
 	afterAll = append(afterAll, func() error {
 		if dockerErr != nil {
@@ -267,9 +276,7 @@ func TestDockerTimeoutAndCancelLeaveNothing(t *testing.T) {
 	if !eventually(10*time.Second, func() bool { return len(callTemps(e)) == 0 }) {
 		t.Errorf("settings copies left: %v", callTemps(e))
 	}
-	if !eventually(10*time.Second, func() bool { return strings.Contains(strings.Join(linesOf(e.sess), ""), `"kind":"cancelled"`) }) {
-		t.Errorf("the cancelled Docker call was not answered with kind cancelled")
-	}
+	wantWithheld(t, e.sess, "")
 	if wts := worktreeList(t, e.work); len(wts) != 1 {
 		t.Errorf("worktrees left: %v", wts)
 	}
@@ -350,6 +357,9 @@ func TestDockerEscapeProbes(t *testing.T) {
 }
 
 func TestDockerGitInsideTheSandbox(t *testing.T) {
+	if gitImageErr != nil {
+		t.Skipf("!!! SKIPPED: %v", gitImageErr)
+	}
 	e := newDockerEnv(t, "--docker-image", mcpsession.FakeImageGit)
 	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
 	head := gitOut(t, e.work, "rev-parse", "HEAD")

@@ -184,6 +184,12 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 	if !st.IsDir() {
 		return call, invalid("cwd %q must be a directory, not a file", call.Cwd)
 	}
+	// Resolve symlinks once, here, so every later use agrees: git reports resolved top levels,
+	// the container mounts those, and its working dir must lie inside them (on macOS $TMPDIR
+	// is under /var → /private/var). Paths reported back are the resolved ones.
+	if call.Cwd, err = filepath.EvalSymlinks(call.Cwd); err != nil {
+		return call, invalid("cwd: cannot resolve symlinks: %v", err)
+	}
 	return call, nil
 }
 

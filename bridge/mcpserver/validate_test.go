@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,5 +76,39 @@ func TestValidatorDefaultsAndFloor(t *testing.T) {
 		call(run.AskCline, map[string]any{"prompt": "hi there", "cwd": "."})
 	if err != nil || call.Cwd != cwd {
 		t.Errorf("relative cwd: got %q, %v; want %q", call.Cwd, err, cwd)
+	}
+}
+
+// The macOS layout ($TMPDIR under /var → /private/var) reproduced with a symlinked temp dir: the
+// call's cwd comes out resolved, whether given absolute, relative, or as the server's own
+// working dir, so git, mounts and the container's working dir all agree.
+func TestCwdResolvedThroughSymlinks(t *testing.T) {
+	real := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(real, "repo", "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "var")
+	if err := os.Symlink(real, link); err != nil {
+		t.Skipf("!!! SKIPPED: cannot create a symlink here: %v", err)
+	}
+	want, err := filepath.EvalSymlinks(filepath.Join(real, "repo", "sub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaLink := filepath.Join(link, "repo", "sub")
+	v := validator{goos: "linux", floor: sandbox.IsolationHost, wd: func() (string, error) { return filepath.Join(link, "repo"), nil }}
+	for name, args := range map[string]map[string]any{
+		"absolute through the link": {"prompt": "hi there", "cwd": viaLink},
+		"relative to a linked wd":   {"prompt": "hi there", "cwd": "sub"},
+		"dotted":                    {"prompt": "hi there", "cwd": viaLink + "/../sub/."},
+	} {
+		call, err := v.call(run.ApplyClineEdits, args)
+		if err != nil || call.Cwd != want {
+			t.Errorf("%s: got %q, %v; want %q", name, call.Cwd, err, want)
+		}
+	}
+	call, err := v.call(run.AskCline, map[string]any{"prompt": "hi there"})
+	if wantWD, _ := filepath.EvalSymlinks(filepath.Join(real, "repo")); err != nil || call.Cwd != wantWD {
+		t.Errorf("server's wd: got %q, %v; want %q", call.Cwd, err, wantWD)
 	}
 }

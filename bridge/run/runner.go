@@ -61,6 +61,12 @@ type Config struct {
 	SettleGrace time.Duration
 	TempDir     string
 	Logger      *slog.Logger
+	// Instance is the server's instance id (sandbox/proc), put into every host run's environment
+	// as sandbox.InstanceEnv so a later server can end the runs of one that died.
+	Instance string
+	// TrackDir, when set, is told each call's private temp dir (it holds the settings copy, with
+	// keys) and untracked after its removal: sandbox/lifeline removes it if the server dies.
+	TrackDir func(path string) (untrack func())
 }
 
 // Runner executes calls. It is safe for concurrent use; one Runner serves the whole server.
@@ -82,6 +88,11 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
+	}
+	// The private dirs are mounted into containers at their own paths; resolved once so a
+	// symlinked $TMPDIR (macOS: /var → /private/var) names the same place everywhere.
+	if r, err := filepath.EvalSymlinks(cfg.TempDir); err == nil {
+		cfg.TempDir = r
 	}
 	if cfg.DockerCline == "" {
 		cfg.DockerCline = "/usr/local/bin/cline"
@@ -147,18 +158,28 @@ func (k *call) do(ctx context.Context) Result {
 		return k.fail(cline.KindCancelled, "the call was cancelled before it started", false)
 	}
 	if k.iso == sandbox.IsolationDocker && k.r.cfg.Docker == nil {
+		hint := "start the Docker engine and build the image with `make image` — or `make image-fake` for tests"
+		if le := (*sandbox.LaunchError)(nil); errors.As(k.r.cfg.DockerErr, &le) && le.Hint != "" {
+			hint = le.Hint
+		}
 		return k.fail(cline.KindLaunchFailed, "Docker isolation was requested but is unavailable: "+errText(k.r.cfg.DockerErr)+
-			" (start the Docker engine and build the image with `make image` — or `make image-fake` for tests; the server never falls back to the host)", false)
+			" ("+hint+"; the server never falls back to the host)", false)
 	}
 	private, err := os.MkdirTemp(k.r.cfg.TempDir, "cline-mcp-call-")
 	if err != nil {
 		return k.fail(cline.KindLaunchFailed, fmt.Sprintf("create a private temp dir: %v", err), false)
 	}
 	k.private = private
+	untrack := func() {}
+	if k.r.cfg.TrackDir != nil {
+		untrack = k.r.cfg.TrackDir(private)
+	}
 	defer func() {
 		if err := os.RemoveAll(private); err != nil {
 			k.warnings = append(k.warnings, fmt.Sprintf("could not remove the private temp dir %s: %v", private, err))
+			return
 		}
+		untrack()
 	}()
 	switch k.Tool {
 	case ApplyClineEdits:

@@ -2,26 +2,47 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
 
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 )
 
+// hostGOOS is the platform the server runs on; a variable so tests can play Windows.
+var hostGOOS = runtime.GOOS
+
+// errDockerWindows: a Windows path (C:\\repo) cannot be mounted at the same absolute path in a
+// Linux container, which the bridge relies on for Cline's paths to be valid on the host, and
+// Windows has no numeric uid:gid to run the container as. Docker isolation is refused there
+// rather than half working.
+var errDockerWindows = &sandbox.LaunchError{
+	Op:   "docker isolation",
+	Err:  errors.New("not supported on a Windows host"),
+	Hint: "run cline-mcp inside WSL2 (a Linux host for Docker Desktop) for Docker isolation, or use host isolation on Windows",
+}
+
 // newDocker builds the Docker executor from the flags. It does not contact the engine: an
 // engine that is down (or starts later) is found per call, and such a call fails with
 // launch_failed and the fix instead of falling back to the host.
-func newDocker(cfg *config) (*docker.Executor, error) {
+func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
+	if hostGOOS == "windows" {
+		return nil, errDockerWindows
+	}
 	mem, err := parseBytes(cfg.dockerMemory)
 	if err != nil {
 		return nil, err
 	}
-	return docker.New(
+	opts := []docker.Option{
 		docker.WithImage(cfg.dockerImage),
 		docker.WithNetwork(cfg.dockerNetwork),
 		docker.WithMemory(mem),
 		docker.WithPidsLimit(cfg.dockerPids),
 		docker.WithCPUs(cfg.dockerCPUs),
-	)
+	}
+	return docker.New(append(opts, extra...)...)
 }
 
 // dockerCheck reports the engine and the configured image; it is required only when Docker

@@ -1,10 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"io"
+	"os"
 	"strings"
 	"testing"
 )
+
+// TestMain doubles as the lifeline watchdog: serve re-executes its own binary (here, the test
+// binary) as `<exe> watchdog ...`, which must act as the watchdog, not run the tests again.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == watchdogCommand {
+		os.Exit(realMain(os.Args[1:], strings.NewReader(""), io.Discard, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 func TestCommandLine(t *testing.T) {
 	cases := []struct {
@@ -59,5 +72,56 @@ func TestServeEmptySession(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "serving MCP on stdio") {
 		t.Errorf("stderr lacks the start log: %q", errOut.String())
+	}
+}
+
+// TestDockerRefusedOnWindows plays a Windows host: a call that asks for Docker isolation is
+// launch_failed with the way out (WSL2), and the engine is never contacted.
+func TestDockerRefusedOnWindows(t *testing.T) {
+	orig := hostGOOS
+	t.Cleanup(func() { hostGOOS = orig })
+	hostGOOS = "windows"
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain([]string{"--cline", "/nonexistent/cline"}, inR, outW, &errOut)
+		outW.Close()
+	}()
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if !lines.Scan() {
+		t.Fatalf("no initialize response; stderr %s", errOut.String())
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_cline","arguments":{"prompt":"hello there","isolation":"docker"}}}`)
+	if !lines.Scan() {
+		t.Fatalf("no tools/call response; stderr %s", errOut.String())
+	}
+	var resp struct {
+		Result struct {
+			IsError           bool           `json:"isError"`
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(lines.Bytes(), &resp); err != nil {
+		t.Fatalf("response %s: %v", lines.Text(), err)
+	}
+	sc := resp.Result.StructuredContent
+	msg, _ := sc["message"].(string)
+	if !resp.Result.IsError || sc["kind"] != "launch_failed" || !strings.Contains(msg, "Windows") || !strings.Contains(msg, "WSL2") {
+		t.Errorf("got isError %v kind %v message %q, want launch_failed naming Windows and WSL2", resp.Result.IsError, sc["kind"], msg)
+	}
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Errorf("server exit %d, want 0", code)
 	}
 }

@@ -2,10 +2,12 @@ package mcpsession
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,8 +132,16 @@ func ContainersOf(pids ...int) ([]string, error) {
 // tests can prove git works (or is stopped) inside the sandbox. The real image has git.
 var FakeImageGit = FakeImage + "-git"
 
-// BuildFakeImageWithGit layers /usr/bin/git (found with ldd) onto FakeImage.
+// ErrNoHostGitImage: FakeImageGit copies the host's git binary and libraries into a Linux
+// image, which only works on a Linux host of the engine's architecture.
+var ErrNoHostGitImage = errors.New("the fake image with git is built from the host's own git, which needs a Linux host of the engine's architecture")
+
+// BuildFakeImageWithGit layers /usr/bin/git (found with ldd) onto FakeImage. Elsewhere it
+// returns ErrNoHostGitImage and builds nothing.
 func BuildFakeImageWithGit() error {
+	if runtime.GOOS != "linux" || EngineArch() != runtime.GOARCH {
+		return ErrNoHostGitImage
+	}
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return err

@@ -28,11 +28,23 @@ type runUser struct{ uid, gid int }
 
 func (u runUser) String() string { return strconv.Itoa(u.uid) + ":" + strconv.Itoa(u.gid) }
 
+// callerIDs is the server's own uid and gid; both are -1 on Windows. A variable so tests can
+// play a platform without them.
+var callerIDs = func() (int, int) { return os.Getuid(), os.Getgid() }
+
+// errNoCallerIDs: the platform has no numeric identity to give the container, and -1 must never
+// reach the engine (it would run the CLI as an arbitrary or invalid user).
+var errNoCallerIDs = errors.New("this platform has no numeric uid:gid for the container process (Windows); Docker isolation needs a Linux or macOS host, or WSL2")
+
 // parseUser accepts "uid:gid" or "uid" (gid = uid), numeric only: a scratch image has no
 // /etc/passwd to resolve names. Empty means the caller's own uid:gid.
 func parseUser(s string) (runUser, error) {
 	if s == "" {
-		return runUser{os.Getuid(), os.Getgid()}, nil
+		uid, gid := callerIDs()
+		if uid < 0 || gid < 0 {
+			return runUser{}, errNoCallerIDs
+		}
+		return runUser{uid, gid}, nil
 	}
 	us, gs, found := strings.Cut(s, ":")
 	if !found {

@@ -1,110 +1,54 @@
 package docker
 
 import (
-	cerrdefs "github.com/containerd/errdefs"
-
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
-// InstanceID identifies this server process across the machine: "<hostname>-<pid>-<start>",
-// where start is the process start time in clock ticks since boot (field 22 of
-// /proc/self/stat), or 0 where that is unknown. Pid plus start time tells a live process from a
-// later one that reused its pid.
-func InstanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	pid := os.Getpid()
-	start, _ := procStartTicks(pid)
-	return formatInstance(host, pid, start)
-}
-
-func formatInstance(host string, pid int, start uint64) string {
-	return host + "-" + strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
-}
-
-// instance is a parsed instance id.
-type instance struct {
-	host  string
-	pid   int
-	start uint64
-}
-
-// parseInstance splits an instance id from the right, since a hostname may contain dashes.
-func parseInstance(id string) (instance, bool) {
-	rest, startS, ok := cutLast(id, "-")
-	if !ok {
-		return instance{}, false
-	}
-	host, pidS, ok := cutLast(rest, "-")
-	if !ok || host == "" {
-		return instance{}, false
-	}
-	pid, err := strconv.Atoi(pidS)
-	if err != nil || pid <= 0 {
-		return instance{}, false
-	}
-	start, err := strconv.ParseUint(startS, 10, 64)
-	if err != nil {
-		return instance{}, false
-	}
-	return instance{host, pid, start}, true
-}
-
-func cutLast(s, sep string) (before, after string, ok bool) {
-	i := strings.LastIndex(s, sep)
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i], s[i+len(sep):], true
-}
-
-// dead reports whether the instance id names a process of this host that provably no longer
-// runs: no such pid, or a pid with another start time. Anything it cannot judge — another
-// host, an unparsable id, a start time of 0, no /proc — counts as alive.
-func dead(id, host string) bool {
-	in, ok := parseInstance(id)
-	if !ok || in.host != host || in.start == 0 {
-		return false
-	}
-	start, err := procStartTicks(in.pid)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return true
-	case err != nil:
-		return false
-	}
-	return start != in.start
-}
+// InstanceID identifies this server process across the machine: "<hostname>-<pid>-<start>"
+// (sandbox/proc). Pid plus start time tells a live process from a later one that reused its pid.
+func InstanceID() string { return proc.Self().String() }
 
 // Sweep removes the containers left behind by dead server instances: those labelled
 // LabelInstance whose instance ran on this host and is gone. Containers of live instances
 // (this one included) are never touched. It returns how many it removed; the error joins
 // every failure, after trying all candidates.
 func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
+	host, _ := os.Hostname()
+	return e.removeWhere(ctx, LabelInstance, func(inst string) bool {
+		return inst != e.instance && proc.DeadOnHost(inst, host)
+	})
+}
+
+// RemoveOwn force-removes every container of this executor's instance, running or not. The
+// lifeline's watchdog calls it (with WithInstanceID of the server) once the server is gone.
+func (e *Executor) RemoveOwn(ctx context.Context) (removed int, err error) {
+	return e.removeWhere(ctx, LabelInstance+"="+e.instance, func(string) bool { return true })
+}
+
+// removeWhere force-removes the containers matching the label filter whose instance label
+// passes pick. "Not found" and "removal already in progress" count as done by someone else.
+func (e *Executor) removeWhere(ctx context.Context, label string, pick func(instance string) bool) (removed int, err error) {
 	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", LabelInstance),
+		Filters: make(client.Filters).Add("label", label),
 	})
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return 0, engineError("container list", err)
 		}
-		return 0, fmt.Errorf("container list %s: %w", LabelInstance, err)
+		return 0, fmt.Errorf("container list %s: %w", label, err)
 	}
-	host, _ := os.Hostname()
 	var errs []error
 	for _, c := range list.Items {
-		inst := c.Labels[LabelInstance]
-		if inst == e.instance || !dead(inst, host) {
+		if !pick(c.Labels[LabelInstance]) {
 			continue
 		}
 		_, rerr := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -38,66 +37,19 @@ func TestExitFromStatus(t *testing.T) {
 	}
 }
 
-func TestParseInstance(t *testing.T) {
-	tests := []struct {
-		id     string
-		want   instance
-		wantOK bool
-	}{
-		{"vm-12-345", instance{"vm", 12, 345}, true},
-		{"my-laptop.local-99-0", instance{"my-laptop.local", 99, 0}, true},
-		{formatInstance("a-b-c", 7, 8), instance{"a-b-c", 7, 8}, true},
-		{"garbage", instance{}, false},
-		{"host-x-1", instance{}, false},
-		{"host-1-x", instance{}, false},
-		{"-1-2", instance{}, false},
-		{"host-0-2", instance{}, false},
+func TestParseUserNeverNegative(t *testing.T) {
+	orig := callerIDs
+	t.Cleanup(func() { callerIDs = orig })
+	callerIDs = func() (int, int) { return -1, -1 } // what os.Getuid/Getgid return on Windows
+	if u, err := parseUser(""); !errors.Is(err, errNoCallerIDs) {
+		t.Errorf("parseUser(\"\") on a platform without uids: got %v %v, want errNoCallerIDs", u, err)
 	}
-	for _, tt := range tests {
-		got, ok := parseInstance(tt.id)
-		if ok != tt.wantOK || got != tt.want {
-			t.Errorf("parseInstance(%q): got %+v %v, want %+v %v", tt.id, got, ok, tt.want, tt.wantOK)
-		}
+	e := &Executor{image: "x", network: "none", instance: "i"}
+	if _, err := e.createOptions(sandbox.Spec{Path: "/usr/local/bin/cline"}, "run"); !errors.Is(err, errNoCallerIDs) {
+		t.Errorf("createOptions without a uid: got %v, want errNoCallerIDs (no -1 may reach the engine)", err)
 	}
-}
-
-func TestParseStatStart(t *testing.T) {
-	line := "4242 (we ird) (name)) S 1 4242 4242 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 987654 1000 10 rest\n"
-	got, err := parseStatStart([]byte(line))
-	if err != nil || got != 987654 {
-		t.Errorf("got %d %v, want 987654", got, err)
-	}
-	if _, err := parseStatStart([]byte("1 (x) S 1 2")); err == nil {
-		t.Error("got no error for a short stat line, want one")
-	}
-}
-
-func TestInstanceLiveness(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("liveness is judged through /proc on Linux only")
-	}
-	host, _ := os.Hostname()
-	self := InstanceID()
-	in, ok := parseInstance(self)
-	if !ok || in.pid != os.Getpid() || in.start == 0 || in.host != host {
-		t.Fatalf("InstanceID: got %q, want <hostname>-<pid>-<start ticks>", self)
-	}
-	tests := []struct {
-		name     string
-		id       string
-		wantDead bool
-	}{
-		{"this process", self, false},
-		{"same pid, other start time (pid reused)", formatInstance(host, in.pid, in.start+1), true},
-		{"no such pid", formatInstance(host, 99999999, 5), true},
-		{"other host", formatInstance(host+"x", 99999999, 5), false},
-		{"unknown start time", formatInstance(host, 99999999, 0), false},
-		{"unparsable", "nonsense", false},
-	}
-	for _, tt := range tests {
-		if got := dead(tt.id, host); got != tt.wantDead {
-			t.Errorf("%s: dead(%q) = %v, want %v", tt.name, tt.id, got, tt.wantDead)
-		}
+	if u, err := parseUser("1000:1000"); err != nil || u.String() != "1000:1000" {
+		t.Errorf("an explicit user still works: got %v %v", u, err)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 func TestSweep(t *testing.T) {
@@ -21,7 +23,9 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	init1, err := procStartTicks(1)
+	// The parent (go test) outlives this test on every OS; pid 1 does not exist on Windows.
+	live := os.Getppid()
+	liveStart, err := proc.StartTime(live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,11 +34,11 @@ func TestSweep(t *testing.T) {
 		instance string
 		wantGone bool
 	}{
-		{"dead pid on this host", formatInstance(host, 99999999, 12345), true},
-		{"reused pid (start time differs)", formatInstance(host, 1, init1+1), true},
+		{"dead pid on this host", proc.Instance{Host: host, PID: 99999999, Start: 12345}.String(), true},
+		{"reused pid (start time differs)", proc.Instance{Host: host, PID: live, Start: liveStart + 1}.String(), true},
 		{"this instance", e.Instance(), false},
-		{"live other instance (pid 1)", formatInstance(host, 1, init1), false},
-		{"other host", formatInstance("elsewhere", 99999999, 12345), false},
+		{"live other instance (the parent)", proc.Instance{Host: host, PID: live, Start: liveStart}.String(), false},
+		{"other host", proc.Instance{Host: "elsewhere", PID: 99999999, Start: 12345}.String(), false},
 		{"unparsable", "garbage", false},
 	}
 	ids := make([]string, len(tests))
