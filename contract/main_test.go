@@ -72,6 +72,20 @@ func outer(m *testing.M) int {
 		return unavailable(m, fmt.Sprintf("the real Cline CLI %s is not available: %v", clineVersion, err))
 	}
 	fmt.Fprintf(os.Stderr, "contract: Cline CLI %s at %s (setup %.1fs)\n", clineVersion, cli, time.Since(start).Seconds())
+	// The Docker worlds run the server as an unprivileged uid: it must be able to run it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	denv, label := prepareDocker(dctx, dir)
+	dcancel()
+	for _, e := range denv {
+		if r, ok := strings.CutPrefix(e, envDockerSkip+"="); ok {
+			fmt.Fprintf(os.Stderr, "contract: the Docker half will not run: %s\n", r)
+		}
+	}
+	defer removeRunContainers(label)
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -79,7 +93,7 @@ func outer(m *testing.M) int {
 		return 1
 	}
 	cmd := exec.Command(exe, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), envInner+"=1", envCLI+"="+cli, envBins+"="+dir)
+	cmd.Env = append(append(os.Environ(), envInner+"=1", envCLI+"="+cli, envBins+"="+dir), denv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// Pdeathsig fires when the starting OS thread exits: keep this goroutine on its thread.
 	runtime.LockOSThread()
@@ -110,6 +124,7 @@ func inner(m *testing.M) int {
 	suite.cli = os.Getenv(envCLI)
 	dir := os.Getenv(envBins)
 	suite.bins = mcpsession.Binaries{Dir: dir, ClineMCP: filepath.Join(dir, "cline-mcp"), FakeCline: filepath.Join(dir, "fake-cline")}
+	innerDocker()
 	if err := loopbackUp(); err != nil {
 		return unavailable(m, fmt.Sprintf("cannot bring up loopback in the private network namespace: %v", err))
 	}

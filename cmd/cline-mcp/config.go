@@ -50,7 +50,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerImage, "docker-image", "cline-mcp/cline:latest", "image with the Cline CLI for docker isolation")
-	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge or a named network (Cline must reach its provider)")
+	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge, a named network, or container:<name> to share a running container's (Cline must reach its provider)")
 	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
 	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")

@@ -96,17 +96,24 @@ func rememberServer(pid int) {
 // launched, recognised by the pid inside their cline-mcp.instance label. Other test packages'
 // containers, which run at the same time, are not counted.
 func ServerContainers() ([]string, error) {
+	serverPIDsMu.Lock()
+	pids := append([]int(nil), serverPIDs...)
+	serverPIDsMu.Unlock()
+	return ContainersOf(pids...)
+}
+
+// ContainersOf lists containers (running or not) started by the cline-mcp servers with these
+// pids, recognised by the pid inside their cline-mcp.instance label.
+func ContainersOf(pids ...int) ([]string, error) {
 	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=cline-mcp.instance",
 		"--format", `{{.ID}} {{.Label "cline-mcp.instance"}}`).Output()
 	if err != nil {
 		return nil, err
 	}
-	serverPIDsMu.Lock()
-	pids := map[string]bool{}
-	for _, p := range serverPIDs {
-		pids[strconv.Itoa(p)] = true
+	want := map[string]bool{}
+	for _, p := range pids {
+		want[strconv.Itoa(p)] = true
 	}
-	serverPIDsMu.Unlock()
 	var ids []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
@@ -114,7 +121,7 @@ func ServerContainers() ([]string, error) {
 			continue
 		}
 		parts := strings.Split(f[1], "-") // <hostname>-<pid>-<start ticks>
-		if len(parts) >= 3 && pids[parts[len(parts)-2]] {
+		if len(parts) >= 3 && want[parts[len(parts)-2]] {
 			ids = append(ids, f[0])
 		}
 	}

@@ -61,6 +61,9 @@ const (
 const (
 	HintEngine = "start the Docker engine (e.g. `sudo systemctl start docker`) or set DOCKER_HOST"
 	HintImage  = "build the image: make image (real CLI) or make image-fake (fake CLI for tests)"
+	// HintNetwork is CheckNetwork's: name an existing network (docker network ls) or a running
+	// container (docker ps) with --docker-network.
+	HintNetwork = "pass --docker-network none, bridge, an existing network (docker network ls) or container:<name> of a running container (docker ps)"
 )
 
 // pingTTL is how long a successful ping is trusted; runs in a burst then cost one ping.
@@ -84,6 +87,7 @@ type Client interface {
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	Close() error
 }
 
@@ -124,7 +128,8 @@ func WithImage(ref string) Option {
 	}
 }
 
-// WithNetwork sets the network mode: "bridge" (default), "none", or the name of a network.
+// WithNetwork sets the network mode: "bridge" (default), "none", the name of a network, or
+// "container:<name>" (share the network namespace of a running container).
 func WithNetwork(name string) Option {
 	return func(e *Executor) error {
 		if name == "" {
