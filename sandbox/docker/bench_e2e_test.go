@@ -36,7 +36,7 @@ func BenchmarkRun(b *testing.B) {
 	})
 
 	b.Run("raw-api", func(b *testing.B) {
-		opts, err := e.createOptions(spec, "bench")
+		opts, err := e.createOptions(spec, "bench", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

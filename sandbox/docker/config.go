@@ -83,12 +83,12 @@ func tmpfsOptions(t sandbox.Tmpfs, u runUser) string {
 // socketPaths lists the places a Docker engine socket may live on this machine, resolved through
 // symlinks where they exist (/var/run is usually a link to /run).
 func socketPaths(daemonHost string) []string {
-	cands := []string{"/var/run/docker.sock", "/run/docker.sock"}
+	cands := []string{"/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock"}
 	if u, err := url.Parse(daemonHost); err == nil && u.Scheme == "unix" && u.Path != "" {
 		cands = append(cands, u.Path)
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		cands = append(cands, filepath.Join(d, "docker.sock"))
+		cands = append(cands, filepath.Join(d, "docker.sock"), filepath.Join(d, "podman", "podman.sock"))
 	}
 	if h, err := os.UserHomeDir(); err == nil {
 		cands = append(cands, filepath.Join(h, ".docker", "run", "docker.sock"))
@@ -126,8 +126,10 @@ func checkMountSource(src string, sockets []string) error {
 }
 
 // createOptions turns a Spec into the engine's create request. It is pure apart from the
-// socket checks on the host file system; it validates the Spec first.
-func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.ContainerCreateOptions, error) {
+// socket checks on the host file system; it validates the Spec first. With a nil plan (the
+// validation before the engine is asked anything) the user is Spec.User or the caller and the
+// Mounts are bind mounts; a plan brings the engine's user mapping and, in copy mode, volumes.
+func (e *Executor) createOptions(spec sandbox.Spec, runID string, plan *runPlan) (client.ContainerCreateOptions, error) {
 	if spec.Path == "" || !path.IsAbs(spec.Path) {
 		return client.ContainerCreateOptions{}, fmt.Errorf("path %q: must be an absolute path inside the image", spec.Path)
 	}
@@ -137,6 +139,10 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.Contai
 	u, err := parseUser(spec.User)
 	if err != nil {
 		return client.ContainerCreateOptions{}, err
+	}
+	userns := ""
+	if plan != nil {
+		u, userns = plan.id.user, plan.id.userns
 	}
 	sockets := socketPaths(e.daemonHost)
 	mounts := make([]mount.Mount, 0, len(spec.Mounts))
@@ -154,6 +160,9 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.Contai
 			ReadOnly:    m.ReadOnly,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 		})
+	}
+	if plan != nil && plan.copies != nil {
+		mounts = plan.volumes
 	}
 	var tmpfs map[string]string
 	for _, t := range spec.Tmpfs {
@@ -200,6 +209,7 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.Contai
 		AutoRemove:     false,
 		Init:           &init,
 		IpcMode:        container.IPCModePrivate,
+		UsernsMode:     container.UsernsMode(userns),
 		LogConfig:      container.LogConfig{Type: "none"},
 		Resources: container.Resources{
 			Memory:     e.memory,

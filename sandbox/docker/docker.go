@@ -84,6 +84,14 @@ type Client interface {
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	// Copy mode and engine detection.
+	CopyToContainer(ctx context.Context, id string, options client.CopyToContainerOptions) (client.CopyToContainerResult, error)
+	CopyFromContainer(ctx context.Context, id string, options client.CopyFromContainerOptions) (client.CopyFromContainerResult, error)
+	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
+	VolumeRemove(ctx context.Context, id string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
+	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
+	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
+	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
 	Close() error
 }
 
@@ -97,6 +105,14 @@ type Executor struct {
 	// daemonHost is the engine address ("unix:///var/run/docker.sock"), used to refuse mounts
 	// of the socket; empty for an injected client without DaemonHost.
 	daemonHost string
+	// endpoint is where the engine was found (WithEndpoint), for Describe.
+	endpoint Endpoint
+	// mounts is the configured mount mode; probed/probedWhy cache auto's decision.
+	mounts     MountMode
+	probeMu    sync.Mutex
+	probed     MountMode
+	probedWhy  string
+	backLimits backLimits
 
 	image     string
 	network   string
@@ -105,8 +121,10 @@ type Executor struct {
 	nanoCPUs  int64
 	instance  string
 
-	mu       sync.Mutex
-	pingedAt time.Time
+	mu        sync.Mutex
+	pingedAt  time.Time
+	flav      flavour
+	flavKnown bool
 }
 
 // Option configures an Executor.
@@ -179,7 +197,30 @@ func WithInstanceID(id string) Option {
 	}
 }
 
-// WithClient makes the executor use cli instead of a client built from the environment. The
+// WithEndpoint makes the executor talk to the engine of ep (see Discover) instead of the
+// default socket. WithClient wins over it.
+func WithEndpoint(ep Endpoint) Option {
+	return func(e *Executor) error {
+		if ep.Host == "" {
+			return errors.New("endpoint: empty host")
+		}
+		e.endpoint = ep
+		return nil
+	}
+}
+
+// WithMounts sets how Mounts reach the container (default MountsAuto).
+func WithMounts(m MountMode) Option {
+	return func(e *Executor) error {
+		if _, err := ParseMountMode(string(m)); err != nil {
+			return err
+		}
+		e.mounts = m
+		return nil
+	}
+}
+
+// WithClient makes the executor use cli instead of a client built from the endpoint. The
 // caller keeps ownership: Executor.Close does not close it.
 func WithClient(cli Client) Option {
 	return func(e *Executor) error {
@@ -188,17 +229,20 @@ func WithClient(cli Client) Option {
 	}
 }
 
-// New returns an executor. Unless WithClient is given, the engine client comes from the
-// environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_API_VERSION) and
-// negotiates the API version down to the engine's on first use. New does not contact the
+// New returns an executor. Unless WithClient is given, the engine client is built for the
+// WithEndpoint endpoint (default: the platform's default socket) and negotiates the API version
+// down to the engine's on first use (DOCKER_API_VERSION pins it). New does not contact the
 // engine; Ping does.
 func New(opts ...Option) (*Executor, error) {
 	e := &Executor{
-		image:     DefaultImage,
-		network:   DefaultNetwork,
-		memory:    DefaultMemory,
-		pidsLimit: DefaultPidsLimit,
-		nanoCPUs:  DefaultNanoCPUs,
+		image:      DefaultImage,
+		network:    DefaultNetwork,
+		memory:     DefaultMemory,
+		pidsLimit:  DefaultPidsLimit,
+		nanoCPUs:   DefaultNanoCPUs,
+		endpoint:   Endpoint{Host: defaultHost, Source: "default socket"},
+		mounts:     MountsAuto,
+		backLimits: defaultBackLimits,
 	}
 	for _, opt := range opts {
 		if err := opt(e); err != nil {
@@ -206,7 +250,7 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	if e.cli == nil {
-		cli, err := client.New(client.FromEnv)
+		cli, err := newClient(e.endpoint)
 		if err != nil {
 			return nil, fmt.Errorf("docker client: %w", err)
 		}
@@ -228,6 +272,9 @@ func (e *Executor) Close() error {
 	}
 	return nil
 }
+
+// Endpoint is where the engine was found.
+func (e *Executor) Endpoint() Endpoint { return e.endpoint }
 
 // Image is the image reference every run uses.
 func (e *Executor) Image() string { return e.image }

@@ -100,7 +100,7 @@ func TestParseUserNeverNegative(t *testing.T) {
 		t.Errorf("parseUser(\"\") on a platform without uids: got %v %v, want errNoCallerIDs", u, err)
 	}
 	e := &Executor{image: "x", network: "none", instance: "i"}
-	if _, err := e.createOptions(sandbox.Spec{Path: "/usr/local/bin/cline"}, "run"); !errors.Is(err, errNoCallerIDs) {
+	if _, err := e.createOptions(sandbox.Spec{Path: "/usr/local/bin/cline"}, "run", nil); !errors.Is(err, errNoCallerIDs) {
 		t.Errorf("createOptions without a uid: got %v, want errNoCallerIDs (no -1 may reach the engine)", err)
 	}
 	if u, err := parseUser("1000:1000"); err != nil || u.String() != "1000:1000" {

@@ -49,7 +49,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if err != nil {
 		return sandbox.Exit{}, fmt.Errorf("docker run %s: %w", spec.Path, err)
 	}
-	opts, err := e.createOptions(spec, runID)
+	opts, err := e.createOptions(spec, runID, nil)
 	if err != nil {
 		le := &sandbox.LaunchError{Op: "docker spec", Err: err}
 		if errors.Is(err, errDockerSocket) {
@@ -67,6 +67,15 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 			Op: "image inspect", Hint: HintImage, Missing: true,
 			Err: fmt.Errorf("image %s not found", e.image),
 		}
+	}
+
+	plan, err := e.prepare(ctx, spec, runID)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	defer plan.release(ctx) // after the container's removal below
+	if opts, err = e.createOptions(spec, runID, &plan); err != nil {
+		return sandbox.Exit{}, &sandbox.LaunchError{Op: "docker spec", Err: err}
 	}
 
 	// The create request does not follow ctx: a cancel in mid-request would leave the engine
@@ -178,7 +187,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	x.Stopped = stopped
 	x.StreamsCut = cut
 	x.Duration = time.Since(start)
-	return x, nil
+	return x, plan.copyBack(ctx, id)
 }
 
 // statPath checks that the executable exists in the created container's file system.
