@@ -165,13 +165,13 @@ func (c *cmdConn) Close() error {
 	return nil
 }
 
-func (c *cmdConn) LocalAddr() net.Addr                { return cmdAddr{} }
-func (c *cmdConn) RemoteAddr() net.Addr               { return cmdAddr{} }
-func (c *cmdConn) SetDeadline(time.Time) error        { return nil }
-func (c *cmdConn) SetReadDeadline(time.Time) error    { return nil }
-func (c *cmdConn) SetWriteDeadline(time.Time) error   { return nil }
-func (cmdAddr) Network() string                       { return "cmd" }
-func (cmdAddr) String() string                        { return "dial-stdio" }
+func (c *cmdConn) LocalAddr() net.Addr              { return cmdAddr{} }
+func (c *cmdConn) RemoteAddr() net.Addr             { return cmdAddr{} }
+func (c *cmdConn) SetDeadline(time.Time) error      { return nil }
+func (c *cmdConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *cmdConn) SetWriteDeadline(time.Time) error { return nil }
+func (cmdAddr) Network() string                     { return "cmd" }
+func (cmdAddr) String() string                      { return "dial-stdio" }
 
 type cmdAddr struct{}
 
