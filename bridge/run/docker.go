@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -71,7 +72,9 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	if err != nil {
 		return cleanup, err
 	}
-	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir})
+	// An engine that copies instead of sharing brings back only providers.json, for the merge.
+	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir,
+		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath, cp.Dir+string(filepath.Separator)))}}})
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = k.r.cfg.DockerCline
 	spec.Args = cline.Args(*req)
@@ -102,7 +105,7 @@ func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 		}
 		return ms, nil
 	case ApplyClineEdits:
-		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top}}
+		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top, Return: sandbox.Return{Tree: true}}}
 		dotgit := filepath.Join(lay.Top, ".git")
 		ms = append(ms, sandbox.Mount{Source: dotgit, Target: dotgit, ReadOnly: true})
 		if !within(lay.CommonDir, dotgit) {

@@ -58,6 +58,7 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 
 	dockerNeeded := cfg.isolation == "docker" || cfg.retryIsolation == "docker"
 	add(dockerCheck(ctx, cfg, dockerNeeded))
+	add(engineCheck(ctx, cfg, dockerNeeded))
 
 	failed := false
 	for _, c := range checks {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -52,22 +53,26 @@ type copySet struct {
 // run container: each volume at its Target, read-only as the Mount says. A read-only volume
 // cannot be written through the archive API, hence the filler, which mounts all of them
 // writable. On error everything created is removed again.
-func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, u runUser) (cs *copySet, mounts []mount.Mount, err error) {
-	cs = &copySet{e: e, runID: runID}
+func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, u runUser) (_ *copySet, _ []mount.Mount, err error) {
+	cs := &copySet{e: e, runID: runID}
 	defer func() {
 		if err != nil {
 			cs.cleanup(ctx)
-			cs = nil
 		}
 	}()
 	if err := cs.plan(spec.Mounts); err != nil {
 		return nil, nil, &sandbox.LaunchError{Op: "docker copy", Err: err}
 	}
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelRun], labels[LabelInstance] = runID, e.instance
 	for i, d := range cs.dirs {
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{
 			Name:   "cline-mcp-" + runID + "-" + strconv.Itoa(i),
-			Labels: map[string]string{LabelRun: runID, LabelInstance: e.instance},
+			Labels: labels,
 		})
 		cancel()
 		if err != nil {
@@ -75,7 +80,11 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 		}
 		d.volume = v.Volume.Name
 	}
-	filler, err := e.createLabelled(ctx, runID, &container.Config{Image: e.image, Labels: map[string]string{labelRole: "filler"}},
+	fillerLabels := maps.Clone(labels)
+	fillerLabels[labelRole] = "filler"
+	fcfg := neverStarted(e.image)
+	fcfg.Labels = fillerLabels
+	filler, err := e.createLabelled(ctx, runID, fcfg,
 		&container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: cs.volumeMounts(false)})
 	if err != nil {
 		return nil, nil, err

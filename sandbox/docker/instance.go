@@ -79,7 +79,7 @@ func dead(id, host string) bool {
 }
 
 // Sweep removes the containers left behind by dead server instances: those labelled
-// LabelInstance whose instance ran on this host and is gone. Containers of live instances
+// LabelInstance whose instance ran on this host and is gone, and then their copy-mode volumes. Containers of live instances
 // (this one included) are never touched. It returns how many it removed; the error joins
 // every failure, after trying all candidates.
 func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
@@ -110,5 +110,27 @@ func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 			errs = append(errs, fmt.Errorf("container remove %s: %w", c.ID, rerr))
 		}
 	}
+	errs = append(errs, e.sweepVolumes(ctx, host))
 	return removed, errors.Join(errs...)
+}
+
+// sweepVolumes removes the copy-mode volumes of dead instances of this host (their containers
+// are gone by now). Volumes still in use are the engine's to refuse.
+func (e *Executor) sweepVolumes(ctx context.Context, host string) error {
+	list, err := e.cli.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", LabelInstance)})
+	if err != nil {
+		return fmt.Errorf("volume list %s: %w", LabelInstance, err)
+	}
+	var errs []error
+	for _, v := range list.Items {
+		inst := v.Labels[LabelInstance]
+		if inst == e.instance || !dead(inst, host) {
+			continue
+		}
+		_, err := e.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
+		if err != nil && !isNotFound(err) && !cerrdefs.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("volume remove %s: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

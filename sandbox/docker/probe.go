@@ -72,12 +72,18 @@ func (e *Executor) probeBind(ctx context.Context) (bool, string, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return false, "", fmt.Errorf("mount probe: %w", err)
 	}
-	created, err := e.createLabelled(ctx, id, &container.Config{Image: e.image}, &container.HostConfig{
-		NetworkMode: "none",
-		LogConfig:   container.LogConfig{Type: "none"},
-		Mounts:      []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: probeTarget, ReadOnly: true}},
-	})
+	host := func(ms ...mount.Mount) *container.HostConfig {
+		return &container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: ms}
+	}
+	created, err := e.createLabelled(ctx, id, neverStarted(e.image), host(mount.Mount{Type: mount.TypeBind, Source: dir, Target: probeTarget, ReadOnly: true}))
 	if cerrdefs.IsInvalidArgument(err) {
+		// Refused for the bind mount (its source does not exist on the engine's machine), or
+		// for something else: the same container without the mount tells which.
+		plain, perr := e.createLabelled(ctx, id, neverStarted(e.image), host())
+		if perr != nil {
+			return false, "", fmt.Errorf("mount probe: %w", perr)
+		}
+		e.remove(ctx, plain)
 		return false, fmt.Sprintf("the engine cannot bind-mount this machine's %s (%v): files are copied in and out", dir, err), nil
 	}
 	if err != nil {
@@ -92,6 +98,12 @@ func (e *Executor) probeBind(ctx context.Context) (bool, string, error) {
 		return false, fmt.Sprintf("the engine does not see this machine's files (a marker in %s was not visible in a container): files are copied in and out", dir), nil
 	}
 	return false, "", e.launchError("mount probe stat", created, err)
+}
+
+// neverStarted is the config of a container that is only created, never started (the mount
+// probe, the copy-mode filler): the entrypoint is not looked up until a start.
+func neverStarted(image string) *container.Config {
+	return &container.Config{Image: image, Entrypoint: []string{"/cline-mcp-never-started"}}
 }
 
 // createLabelled creates a container that carries this executor's run and instance labels,

@@ -1,0 +1,134 @@
+package testengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stateBase is where engine state lives: outside every temp dir the tests use (which the
+// second dockerd must not see), and short enough for the unix sockets inside it.
+const stateBase = "/var/tmp"
+
+// Check says why private engines cannot run here (nil when they can): root, unshare and the
+// engine binary on PATH, and a temp dir that is not under stateBase.
+func Check(binary string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w: running as uid %d", ErrUnsupported, os.Geteuid())
+	}
+	for _, b := range []string{binary, "unshare", "docker"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return fmt.Errorf("%s is not installed: %w", b, err)
+		}
+	}
+	if tmp, _ := filepath.EvalSymlinks(os.TempDir()); strings.HasPrefix(tmp+"/", stateBase+"/") {
+		return fmt.Errorf("TMPDIR %s lies under %s, which the private dockerd must see", tmp, stateBase)
+	}
+	return nil
+}
+
+// StartDockerd starts a second dockerd whose mount namespace has a private tmpfs on /tmp and
+// on TMPDIR: it cannot see the files of the tests. It answers on unix://<Dir>/sock.
+func StartDockerd(ctx context.Context) (*Engine, error) {
+	if err := Check("dockerd"); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(stateBase, "cme-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o644); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	hides := []string{"/tmp"}
+	if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil && tmp != "/tmp" && !strings.HasPrefix(tmp, "/tmp/") {
+		hides = append(hides, tmp)
+	}
+	var script strings.Builder
+	for _, h := range hides {
+		fmt.Fprintf(&script, "mount -t tmpfs -o mode=1777,size=512m tmpfs %q && ", h)
+	}
+	fmt.Fprintf(&script, "exec dockerd --config-file %[1]s/daemon.json --data-root %[1]s/data --exec-root %[1]s/exec --pidfile %[1]s/pid -H unix://%[1]s/sock --bridge=none --iptables=false --ip6tables=false --ip-masq=false", dir)
+	e := &Engine{Name: "dockerd", Host: "unix://" + filepath.Join(dir, "sock"), Dir: dir}
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script.String())
+	return e, e.start(ctx, cmd)
+}
+
+// StartPodman starts `podman system service` with its own storage under Dir, answering the
+// Docker-compatible API on unix://<Dir>/sock. Its containers.conf sets the default ulimits to
+// this process's own: Podman otherwise raises them for root, which a machine without
+// CAP_SYS_RESOURCE (a container or a sandbox VM) refuses.
+func StartPodman(ctx context.Context) (*Engine, error) {
+	if err := Check("podman"); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(stateBase, "cmp-")
+	if err != nil {
+		return nil, err
+	}
+	var nofile syscall.Rlimit
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile)
+	conf := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=4096:4096\"]\n", nofile.Cur, nofile.Max)
+	if err := os.WriteFile(filepath.Join(dir, "containers.conf"), []byte(conf), 0o644); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	e := &Engine{Name: "podman", Host: "unix://" + filepath.Join(dir, "sock"), Dir: dir}
+	cmd := exec.Command("podman", "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
+		"--tmpdir", filepath.Join(dir, "tmp"), "system", "service", "--time=0", e.Host)
+	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"))
+	return e, e.start(ctx, cmd)
+}
+
+// start runs cmd as the leader of its own process group with its output in Dir/log, and waits
+// until the engine answers. On failure the engine is stopped again.
+func (e *Engine) start(ctx context.Context, cmd *exec.Cmd) error {
+	e.log = filepath.Join(e.Dir, "log")
+	logf, err := os.Create(e.log)
+	if err != nil {
+		return errors.Join(err, os.RemoveAll(e.Dir))
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return errors.Join(fmt.Errorf("start %s: %w", e.Name, err), os.RemoveAll(e.Dir))
+	}
+	e.cmd, e.done = cmd, make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(e.done)
+	}()
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := e.waitReady(rctx); err != nil {
+		return errors.Join(err, e.Stop())
+	}
+	return nil
+}
+
+// Stop ends the engine: SIGTERM (it stops its own containerd), then SIGKILL to its process
+// group after 30 s, and removes its state directory. It is safe to call twice.
+func (e *Engine) Stop() error {
+	if e.cmd == nil {
+		return os.RemoveAll(e.Dir)
+	}
+	pgid := e.cmd.Process.Pid
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-e.done
+	}
+	// Whatever the engine started in its group (containerd, conmon) goes with it.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	e.cmd = nil
+	return os.RemoveAll(e.Dir)
+}
