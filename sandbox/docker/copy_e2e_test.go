@@ -55,16 +55,6 @@ func newCopyTree(t *testing.T) copyTree {
 	return ct
 }
 
-func writeTestFile(t *testing.T, p, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // mounts are the apply tool's: the checkout writable with the tree coming back, its .git
 // read-only, the settings copy writable with only providers.json coming back.
 func (ct copyTree) mounts() []sandbox.Mount {

@@ -1,8 +1,13 @@
 package docker
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -56,8 +61,9 @@ type flavour struct {
 }
 
 // detectFlavour reads the engine's kind from its version and info answers: Podman names a
-// "Podman Engine" component; a rootless engine (Docker or Podman) lists "name=rootless" among
-// its security options.
+// "Podman Engine" component; rootless Docker lists "name=rootless" among its security options.
+// Rootless Podman does not (4.3 reports an empty list there); it says so in a top-level
+// "Rootless" field of the same answer, which the typed client drops: see podmanRootless.
 func detectFlavour(v client.ServerVersionResult, info system.Info) flavour {
 	f := flavour{product: "Docker Engine", version: v.Version}
 	for _, c := range v.Components {
@@ -113,6 +119,9 @@ func (e *Executor) flavour(ctx context.Context) flavour {
 	v, verr := e.cli.ServerVersion(ctx, client.ServerVersionOptions{})
 	info, ierr := e.cli.Info(ctx, client.InfoOptions{})
 	f = detectFlavour(v, info.Info)
+	if f.podman && !f.rootless && verr == nil && ierr == nil {
+		f.rootless, ierr = e.podmanRootless(ctx)
+	}
 	if verr == nil && ierr == nil {
 		e.mu.Lock()
 		e.flav, e.flavKnown = f, true
@@ -136,4 +145,51 @@ func (e *Executor) Describe(ctx context.Context) (Engine, error) {
 	}
 	d.Mounts, d.MountsWhy = e.mountMode(ctx)
 	return d, nil
+}
+
+// podmanRootless reads the "Rootless" field of Podman's Docker-compatible /info answer with a
+// plain HTTP request over the client's own dialer (unix, tcp, TLS or ssh alike). A client
+// without a dialer (a test fake) answers false.
+func (e *Executor) podmanRootless(ctx context.Context) (bool, error) {
+	d, ok := e.cli.(interface {
+		Dialer() func(context.Context) (net.Conn, error)
+	})
+	if !ok {
+		return false, nil
+	}
+	conn, err := d.Dialer()(ctx)
+	if err != nil {
+		return false, fmt.Errorf("podman info: %w", err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	return rootlessFromInfo(conn)
+}
+
+// rootlessFromInfo sends GET /info on conn and reads the top-level "Rootless" field.
+func rootlessFromInfo(conn io.ReadWriter) (bool, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://docker/info", nil)
+	if err != nil {
+		return false, err
+	}
+	req.Close = true
+	if err := req.Write(conn); err != nil {
+		return false, fmt.Errorf("podman info: %w", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return false, fmt.Errorf("podman info: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("podman info: %s", res.Status)
+	}
+	var body struct {
+		Rootless bool `json:"Rootless"`
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 4<<20)).Decode(&body); err != nil {
+		return false, fmt.Errorf("podman info: %w", err)
+	}
+	return body.Rootless, nil
 }
