@@ -60,7 +60,8 @@ func StartDockerd(ctx context.Context) (*Engine, error) {
 	return e, e.start(ctx, cmd)
 }
 
-// StartPodman starts `podman system service` with its own storage under Dir, answering the
+// StartPodman starts `podman system service` with its own storage under Dir, in a private mount
+// namespace (it sees the host's files; its storage mounts stay its own), answering the
 // Docker-compatible API on unix://<Dir>/sock. Its containers.conf sets the default ulimits to
 // this process's own: Podman otherwise raises them for root, which a machine without
 // CAP_SYS_RESOURCE (a container or a sandbox VM) refuses.
@@ -79,7 +80,9 @@ func StartPodman(ctx context.Context) (*Engine, error) {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	e := &Engine{Name: "podman", Host: "unix://" + filepath.Join(dir, "sock"), Dir: dir}
-	cmd := exec.Command("podman", "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
+	// Its own mount namespace: the storage mounts Podman makes go away with it.
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--",
+		"podman", "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
 		"--tmpdir", filepath.Join(dir, "tmp"), "system", "service", "--time=0", e.Host)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"))
 	return e, e.start(ctx, cmd)

@@ -63,9 +63,10 @@ func parseUser(s string) (runUser, error) {
 
 // tmpfsOptions is the mount option string of one tmpfs. /tmp and /var/tmp are world-writable
 // with the sticky bit like on any host; every other tmpfs (HOME) belongs to the run's user with
-// mode 0700. exec stays allowed: Cline's runtime may unpack native modules into its temp dir,
-// and the bind-mounted checkout is executable anyway.
-func tmpfsOptions(t sandbox.Tmpfs, u runUser) string {
+// mode 0700 — uid=/gid= on Docker, Podman's "U" (owned by the container's user), since Podman
+// refuses uid= and gid=. exec stays allowed: Cline's runtime may unpack native modules into its
+// temp dir, and the bind-mounted checkout is executable anyway.
+func tmpfsOptions(t sandbox.Tmpfs, u runUser, podman bool) string {
 	size := t.SizeMB
 	if size <= 0 {
 		size = DefaultTmpfsMB
@@ -75,7 +76,12 @@ func tmpfsOptions(t sandbox.Tmpfs, u runUser) string {
 	case "/tmp", "/var/tmp":
 		opts = append(opts, "mode=1777")
 	default:
-		opts = append(opts, "mode=0700", "uid="+strconv.Itoa(u.uid), "gid="+strconv.Itoa(u.gid))
+		opts = append(opts, "mode=0700")
+		if podman {
+			opts = append(opts, "U")
+		} else {
+			opts = append(opts, "uid="+strconv.Itoa(u.uid), "gid="+strconv.Itoa(u.gid))
+		}
 	}
 	return strings.Join(opts, ",")
 }
@@ -140,9 +146,9 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string, plan *runPlan)
 	if err != nil {
 		return client.ContainerCreateOptions{}, err
 	}
-	userns := ""
+	userns, podman := "", false
 	if plan != nil {
-		u, userns = plan.id.user, plan.id.userns
+		u, userns, podman = plan.id.user, plan.id.userns, plan.id.podman
 	}
 	sockets := socketPaths(e.daemonHost)
 	mounts := make([]mount.Mount, 0, len(spec.Mounts))
@@ -172,7 +178,7 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string, plan *runPlan)
 		if tmpfs == nil {
 			tmpfs = make(map[string]string, len(spec.Tmpfs))
 		}
-		tmpfs[path.Clean(t.Target)] = tmpfsOptions(t, u)
+		tmpfs[path.Clean(t.Target)] = tmpfsOptions(t, u, podman)
 	}
 
 	labels := make(map[string]string, len(spec.Labels)+2)

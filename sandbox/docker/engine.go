@@ -87,6 +87,8 @@ type identity struct {
 	user   runUser
 	userns string
 	why    string
+	// podman: the engine takes Podman's option spellings (tmpfs ownership).
+	podman bool
 }
 
 // identityFor chooses the container's user so that files the run writes into a shared
@@ -100,11 +102,11 @@ type identity struct {
 func identityFor(f flavour, caller runUser) identity {
 	switch {
 	case f.rootless && f.podman:
-		return identity{user: caller, userns: "keep-id", why: "rootless Podman: the caller's uid:gid with userns keep-id"}
+		return identity{user: caller, userns: "keep-id", podman: true, why: "rootless Podman: the caller's uid:gid with userns keep-id"}
 	case f.rootless:
 		return identity{user: runUser{0, 0}, why: "rootless Docker: uid 0 in the container is the calling user on the host"}
 	}
-	return identity{user: caller, why: "the caller's uid:gid"}
+	return identity{user: caller, podman: f.podman, why: "the caller's uid:gid"}
 }
 
 // flavour asks the engine once what it is; the answer is cached. An engine that does not

@@ -124,8 +124,8 @@ func TestIdentityAndCreateOptionsPerEngine(t *testing.T) {
 	}{
 		{"rootful docker", flavour{}, "1000:1000", "", "uid=1000,gid=1000"},
 		{"rootless docker", flavour{rootless: true}, "0:0", "", "uid=0,gid=0"},
-		{"rootful podman", flavour{podman: true}, "1000:1000", "", "uid=1000,gid=1000"},
-		{"rootless podman", flavour{podman: true, rootless: true}, "1000:1000", "keep-id", "uid=1000,gid=1000"},
+		{"rootful podman", flavour{podman: true}, "1000:1000", "", "mode=0700,U"},
+		{"rootless podman", flavour{podman: true, rootless: true}, "1000:1000", "keep-id", "mode=0700,U"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -140,7 +140,7 @@ func TestTmpfsOptions(t *testing.T) {
 		{sandbox.Tmpfs{Target: "/home/cline", SizeMB: 32}, "rw,exec,nosuid,nodev,size=32m,mode=0700,uid=1000,gid=1001"},
 	}
 	for _, tt := range tests {
-		if got := tmpfsOptions(tt.t, u); got != tt.want {
+		if got := tmpfsOptions(tt.t, u, false); got != tt.want {
 			t.Errorf("tmpfsOptions(%+v): got %q, want %q", tt.t, got, tt.want)
 		}
 	}
