@@ -107,7 +107,9 @@ func TestDockerFloorRefusesHost(t *testing.T) {
 	wantDockerOK(t, sc2)
 }
 
-func TestDockerAskClineCannotWriteCwd(t *testing.T) { testDockerAskClineCannotWriteCwd(t, defaultEngine) }
+func TestDockerAskClineCannotWriteCwd(t *testing.T) {
+	testDockerAskClineCannotWriteCwd(t, defaultEngine)
+}
 
 func testDockerAskClineCannotWriteCwd(t *testing.T, eng engine) {
 	e := newEngineEnv(t, eng)
@@ -144,7 +146,9 @@ func testDockerAskClineCannotWriteCwd(t *testing.T, eng engine) {
 	}
 }
 
-func TestDockerApplyEditsAndOwnership(t *testing.T) { testDockerApplyEditsAndOwnership(t, defaultEngine) }
+func TestDockerApplyEditsAndOwnership(t *testing.T) {
+	testDockerApplyEditsAndOwnership(t, defaultEngine)
+}
 
 func testDockerApplyEditsAndOwnership(t *testing.T, eng engine) {
 	e := newEngineEnv(t, eng)
@@ -223,7 +227,9 @@ func testDockerWorkspace(t *testing.T, eng engine) {
 	}
 }
 
-func TestDockerOverrideMergesTokenNotTrackedFields(t *testing.T) { testDockerOverrideMergesTokenNotTrackedFields(t, defaultEngine) }
+func TestDockerOverrideMergesTokenNotTrackedFields(t *testing.T) {
+	testDockerOverrideMergesTokenNotTrackedFields(t, defaultEngine)
+}
 
 func testDockerOverrideMergesTokenNotTrackedFields(t *testing.T, eng engine) {
 	e := newEngineEnv(t, eng)
@@ -262,7 +268,9 @@ func TestDockerOverridesRunConcurrently(t *testing.T) {
 	}
 }
 
-func TestDockerTimeoutAndCancelLeaveNothing(t *testing.T) { testDockerTimeoutAndCancelLeaveNothing(t, defaultEngine) }
+func TestDockerTimeoutAndCancelLeaveNothing(t *testing.T) {
+	testDockerTimeoutAndCancelLeaveNothing(t, defaultEngine)
+}
 
 func testDockerTimeoutAndCancelLeaveNothing(t *testing.T, eng engine) {
 	e := newEngineEnv(t, eng)
