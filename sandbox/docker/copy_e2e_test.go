@@ -198,8 +198,35 @@ func TestCopyModeDefaultEngine(t *testing.T) {
 
 func TestAutoMountsBindOnTheDefaultEngine(t *testing.T) {
 	e := newTestExecutor(t, WithNetwork("none"))
-	m, why, err := e.decideMounts(t.Context())
-	if err != nil || m != MountsBind {
-		t.Fatalf("got %q (%s) %v, want bind: the default engine sees this machine's files", m, why, err)
+	d, err := e.Describe(t.Context())
+	if err != nil || d.Mounts != MountsBind || d.Product == "" || d.Version == "" || d.User == "" {
+		t.Fatalf("got %+v %v, want bind: the default engine sees this machine's files", d, err)
 	}
+	t.Logf("default engine: %+v", d)
+}
+
+// TestRunFilesBelongToTheCaller: whatever the engine (rootful, rootless Docker, rootless Podman)
+// and whichever user it picks inside the container, a file the run writes into a shared
+// directory belongs to the caller on the host. Run this binary as a user with
+// DOCKER_HOST pointing at their rootless engine to check that mapping.
+func TestRunFilesBelongToTheCaller(t *testing.T) {
+	e := newTestExecutor(t, WithNetwork("none"))
+	d, err := e.Describe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("engine: %s %s rootless=%v podman=%v user %s mounts %s", d.Product, d.Version, d.Rootless, d.Podman, d.User, d.Mounts)
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, out, _ := probeSpec(t, "id", "write", filepath.Join(dir, "by-run"), "x")
+	spec.Mounts = []sandbox.Mount{{Source: dir, Target: dir, Return: sandbox.Return{Tree: true}}}
+	if _, err := e.Run(t.Context(), spec); err != nil {
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out.String(), "write "+filepath.Join(dir, "by-run")+" ok") {
+		t.Fatalf("the run could not write into its directory:\n%s", out)
+	}
+	wantOwner(t, filepath.Join(dir, "by-run"), os.Getuid(), os.Getgid())
 }

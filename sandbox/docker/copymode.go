@@ -53,7 +53,8 @@ type copySet struct {
 // run container: each volume at its Target, read-only as the Mount says. A read-only volume
 // cannot be written through the archive API, hence the filler, which mounts all of them
 // writable. On error everything created is removed again.
-func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, u runUser) (_ *copySet, _ []mount.Mount, err error) {
+func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, id identity) (_ *copySet, _ []mount.Mount, err error) {
+	u := id.user
 	cs := &copySet{e: e, runID: runID}
 	defer func() {
 		if err != nil {
@@ -85,7 +86,10 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	fcfg := neverStarted(e.image)
 	fcfg.Labels = fillerLabels
 	filler, err := e.createLabelled(ctx, runID, fcfg,
-		&container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: cs.volumeMounts(false)})
+		// The filler's user namespace is the run's: files it extracts for uid u are u's in the
+		// run too (rootless Podman's keep-id maps ids differently from its default).
+		&container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: cs.volumeMounts(false),
+			UsernsMode: container.UsernsMode(id.userns)})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -43,7 +43,7 @@ func (e *Executor) prepare(ctx context.Context, spec sandbox.Spec, runID string)
 		return p, err
 	}
 	if mode == MountsCopy {
-		p.copies, p.volumes, err = e.prepareCopy(ctx, spec, runID, p.id.user)
+		p.copies, p.volumes, err = e.prepareCopy(ctx, spec, runID, p.id)
 	}
 	return p, err
 }
