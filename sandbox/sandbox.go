@@ -152,7 +152,8 @@ type Exit struct {
 // Executor runs one Spec to completion. Run blocks until the child exited and its output was
 // settled, and it stops (polite stop, StopGrace, kill — of the whole process tree or container)
 // when ctx ends, returning the Exit with Stopped set and a nil error. Everything it started is
-// gone when Run returns, and the changes its Mounts' Return names have reached the host (also
+// stopped when Run returns (copies of Mounts it made may still be being deleted: it owns them
+// until it is closed), and the changes its Mounts' Return names have reached the host (also
 // after a stop). A non-nil error with a zero Exit means the run could not be started at all; it
 // is a *LaunchError when the cause is on the user's side (missing executable, engine down, image
 // missing). A *CopyBackError comes with the Exit of the run that did happen: only bringing its

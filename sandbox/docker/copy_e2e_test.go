@@ -175,6 +175,7 @@ func testCopyRefusesSpecialFiles(t *testing.T, e *Executor) {
 // noCopyLeftovers: no container or volume of the executor's instance remains.
 func noCopyLeftovers(t *testing.T, e *Executor) {
 	t.Helper()
+	e.background.Wait()
 	cli := e.cli
 	ctx := context.Background()
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", LabelInstance+"="+e.Instance())})

@@ -9,8 +9,17 @@
 // no-new-privileges, the engine's default seccomp profile, a pids limit, a memory limit (no
 // swap), a CPU quota, logging disabled (the output is only ever streamed to the caller, never
 // kept on the engine's disk), not privileged, stdin closed, and never with the Docker socket
-// mounted. The only writable places are the Spec's bind mounts that are not ReadOnly and its
-// tmpfs mounts.
+// mounted. The only writable places are the Spec's Mounts that are not ReadOnly and its tmpfs
+// mounts.
+//
+// # Engines and mounts
+//
+// Discover finds the engine like the docker CLI (flag, DOCKER_HOST, Docker contexts, fallback
+// sockets of rootless Docker, Docker Desktop and Podman); ssh:// engines are reached through
+// `ssh … docker system dial-stdio`. Rootless Docker runs Cline as uid 0 (the calling user on
+// the host), rootless Podman as the caller with userns keep-id. Mounts are bind mounts when the
+// engine sees this machine's files (a probe decides once) and otherwise copied in and out
+// through the archive API (copymode.go), the copy back treated as hostile (tarback.go).
 //
 // # Init
 //
@@ -59,7 +68,7 @@ const (
 
 // Hints of the LaunchErrors Run, Ping and ImagePresent return.
 const (
-	HintEngine = "start the Docker engine (e.g. `sudo systemctl start docker`) or set DOCKER_HOST"
+	HintEngine = "start the Docker engine (e.g. `sudo systemctl start docker`), or point cline-mcp at one: --docker-host, DOCKER_HOST or a Docker context"
 	HintImage  = "build the image: make image (real CLI) or make image-fake (fake CLI for tests)"
 )
 
@@ -113,6 +122,8 @@ type Executor struct {
 	probed     MountMode
 	probedWhy  string
 	backLimits backLimits
+	// background counts copy-mode volume removals still running after their Run returned.
+	background sync.WaitGroup
 
 	image     string
 	network   string
@@ -265,8 +276,10 @@ func New(opts ...Option) (*Executor, error) {
 	return e, nil
 }
 
-// Close releases the engine client if New created it. Runs in flight must have returned.
+// Close waits for the background removal of copy-mode volumes, then releases the engine client
+// if New created it. Runs in flight must have returned.
 func (e *Executor) Close() error {
+	e.background.Wait()
 	if e.ownClient {
 		return e.cli.Close()
 	}

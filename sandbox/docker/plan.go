@@ -56,9 +56,13 @@ func (p *runPlan) copyBack(ctx context.Context, id string) error {
 	return p.copies.copyBack(ctx, id)
 }
 
-// release removes the run's volumes (copy mode only).
-func (p *runPlan) release(ctx context.Context) {
-	if p.copies != nil {
-		p.copies.cleanup(ctx)
+// release removes the run's volumes (copy mode only) in the background: a volume holding a
+// checkout can take seconds to delete (one file at a time on the engine's disk), which the
+// caller need not wait for. Executor.Close waits for it; Sweep removes the volumes of a server
+// that died before.
+func (p *runPlan) release(ctx context.Context, e *Executor) {
+	if p.copies == nil {
+		return
 	}
+	e.background.Go(func() { p.copies.cleanup(context.WithoutCancel(ctx)) })
 }

@@ -39,8 +39,13 @@ const exitWait = 30 * time.Second
 //     Exit.Stopped is set with a nil error.
 //   - the container is force-removed on every path, with its own timeout, even when ctx was
 //     cancelled. An OOM kill sets Exit.OOMKilled and adds one line saying so to spec.Stderr.
+//   - Mounts are bind mounts, or in copy mode (WithMounts, or the engine does not see this
+//     machine's files) labelled volumes filled before the create and read back after the exit
+//     as the Mounts' Return says (after a stop too); the volumes are deleted in the background
+//     once the container is gone (Close waits for that).
 //
-// A non-nil error means the run did not happen and nothing is left behind.
+// A non-nil error with a zero Exit means the run did not happen and nothing is left behind; a
+// *sandbox.CopyBackError comes with the Exit of a run whose changes could not be brought back.
 func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, error) {
 	if err := ctx.Err(); err != nil {
 		return sandbox.Exit{}, fmt.Errorf("docker run %s: %w", spec.Path, err)
@@ -73,7 +78,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if err != nil {
 		return sandbox.Exit{}, err
 	}
-	defer plan.release(ctx) // after the container's removal below
+	defer plan.release(ctx, e) // after the container's removal below
 	if opts, err = e.createOptions(spec, runID, &plan); err != nil {
 		return sandbox.Exit{}, &sandbox.LaunchError{Op: "docker spec", Err: err}
 	}
