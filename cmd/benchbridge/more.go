@@ -17,19 +17,11 @@ func benchWorkspace(server, fake string, files, n int) error {
 	if files <= 0 {
 		return nil
 	}
-	root, err := os.MkdirTemp("", "benchbridge-ws-")
+	root, repo, env, err := benchRepoHome("benchbridge-ws-", files)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
-	repo := filepath.Join(root, "repo")
-	if err := genRepo(repo, files); err != nil {
-		return err
-	}
-	env, err := benchHome(root)
-	if err != nil {
-		return err
-	}
 	s, err := startServer(server, fake, env, repo)
 	if err != nil {
 		return err
@@ -146,4 +138,22 @@ func benchHome(root string) ([]string, error) {
 		return nil, err
 	}
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir()}, nil
+}
+
+// benchRepoHome makes a temp root with a generated repository of files files (root/repo) and a
+// home with Cline settings; the caller removes root.
+func benchRepoHome(prefix string, files int) (root, repo string, env []string, err error) {
+	root, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	repo = filepath.Join(root, "repo")
+	if err = genRepo(repo, files); err == nil {
+		env, err = benchHome(root)
+	}
+	if err != nil {
+		os.RemoveAll(root)
+		return "", "", nil, err
+	}
+	return root, repo, env, nil
 }

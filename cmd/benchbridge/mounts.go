@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -17,19 +16,11 @@ func benchMounts(server, fake, image string, files, n int) error {
 	if image == "" || files <= 0 {
 		return nil
 	}
-	root, err := os.MkdirTemp("", "benchbridge-mounts-")
+	root, repo, env, err := benchRepoHome("benchbridge-mounts-", files)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
-	repo := filepath.Join(root, "repo")
-	if err := genRepo(repo, files); err != nil {
-		return err
-	}
-	env, err := benchHome(root)
-	if err != nil {
-		return err
-	}
 	base := []string{"--isolation", "docker", "--docker-image", image, "--docker-network", "none"}
 	bind, err := startServer(server, fake, env, repo, append(base, "--docker-mounts", "bind")...)
 	if err != nil {

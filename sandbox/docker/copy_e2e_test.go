@@ -66,15 +66,6 @@ func (ct copyTree) mounts() []sandbox.Mount {
 	}
 }
 
-func readTestFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "<" + err.Error() + ">"
-	}
-	return string(b)
-}
-
 // testCopyRoundTrip runs the probe on a copy of the tree and checks that exactly the run's
 // changes reached the host: creates, edits, deletions, modes and links; nothing of .git, nothing
 // of the settings copy but providers.json, no untouched file rewritten.

@@ -102,14 +102,14 @@ func TestReadBackRefusesHostileArchives(t *testing.T) {
 				t.Fatalf("got %v, want the archive refused", err)
 			}
 			entries, _ := os.ReadDir(root)
-			if len(entries) != 1 || readTestFileT(t, filepath.Join(repo, "keep.txt")) != "keep" {
+			if len(entries) != 1 || readTestFile(t, filepath.Join(repo, "keep.txt")) != "keep" {
 				t.Errorf("the host changed: %v", entries)
 			}
 		})
 	}
 }
 
-func readTestFileT(t *testing.T, p string) string {
+func readTestFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -179,7 +179,7 @@ func TestCopyBackApplies(t *testing.T) {
 				t.Fatal(err)
 			}
 			for p, want := range map[string]string{"keep.txt": "keep", "edit.txt": "new", "new.txt": "created", ".git/HEAD": "ref", "other/mounted.txt": "m", "hard.txt": "keep", "exec.sh": "#!"} {
-				if got := readTestFileT(t, filepath.Join(repo, p)); got != want {
+				if got := readTestFile(t, filepath.Join(repo, p)); got != want {
 					t.Errorf("%s: got %q, want %q", p, got, want)
 				}
 			}
@@ -233,7 +233,7 @@ func TestCopyBackRefusesHostSymlinkParent(t *testing.T) {
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("written outside the checkout: %v", entries)
 	}
-	if got := readTestFileT(t, filepath.Join(repo, "edit.txt")); got != "old" {
+	if got := readTestFile(t, filepath.Join(repo, "edit.txt")); got != "old" {
 		t.Errorf("edit.txt: got %q, want nothing applied", got)
 	}
 }
