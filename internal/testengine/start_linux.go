@@ -33,8 +33,9 @@ func Check(binary string) error {
 	return nil
 }
 
-// StartDockerd starts a second dockerd whose mount namespace has a private tmpfs on /tmp and
-// on TMPDIR: it cannot see the files of the tests. It answers on unix://<Dir>/sock.
+// StartDockerd starts a second dockerd in its own mount and network namespaces; the mount
+// namespace has a private tmpfs on /tmp and on TMPDIR, so it cannot see the files of the tests.
+// It answers on unix://<Dir>/sock; its containers can only use --network none.
 func StartDockerd(ctx context.Context) (*Engine, error) {
 	if err := Check("dockerd"); err != nil {
 		return nil, err
@@ -56,12 +57,15 @@ func StartDockerd(ctx context.Context) (*Engine, error) {
 	}
 	fmt.Fprintf(&script, "exec dockerd --config-file %[1]s/daemon.json --data-root %[1]s/data --exec-root %[1]s/exec --pidfile %[1]s/pid -H unix://%[1]s/sock --bridge=none --iptables=false --ip6tables=false --ip-masq=false", dir)
 	e := &Engine{Name: "dockerd", Host: "unix://" + filepath.Join(dir, "sock"), Dir: dir}
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script.String())
+	// Its own network namespace too: a dockerd started with --bridge=none deletes the docker0
+	// bridge of its network namespace, which must never be the host's (the default engine's).
+	cmd := exec.Command("unshare", "--mount", "--net", "--propagation", "private", "--", "sh", "-c", script.String())
 	return e, e.start(ctx, cmd)
 }
 
-// StartPodman starts `podman system service` with its own storage under Dir, in a private mount
-// namespace (it sees the host's files; its storage mounts stay its own), answering the
+// StartPodman starts `podman system service` with its own storage under Dir, in private mount
+// and network namespaces (it sees the host's files; its storage mounts and any network set-up
+// stay its own), answering the
 // Docker-compatible API on unix://<Dir>/sock. Its containers.conf sets the default ulimits to
 // this process's own: Podman otherwise raises them for root, which a machine without
 // CAP_SYS_RESOURCE (a container or a sandbox VM) refuses.
@@ -81,7 +85,7 @@ func StartPodman(ctx context.Context) (*Engine, error) {
 	}
 	e := &Engine{Name: "podman", Host: "unix://" + filepath.Join(dir, "sock"), Dir: dir}
 	// Its own mount namespace: the storage mounts Podman makes go away with it.
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--",
+	cmd := exec.Command("unshare", "--mount", "--net", "--propagation", "private", "--",
 		"podman", "--root", filepath.Join(dir, "root"), "--runroot", filepath.Join(dir, "run"),
 		"--tmpdir", filepath.Join(dir, "tmp"), "system", "service", "--time=0", e.Host)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"))
@@ -98,6 +102,7 @@ func (e *Engine) start(ctx context.Context, cmd *exec.Cmd) error {
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	e.ifaces = interfaceNames()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return errors.Join(fmt.Errorf("start %s: %w", e.Name, err), os.RemoveAll(e.Dir))
@@ -133,5 +138,5 @@ func (e *Engine) Stop() error {
 	// Whatever the engine started in its group (containerd, conmon) goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	e.cmd = nil
-	return os.RemoveAll(e.Dir)
+	return errors.Join(e.hostUntouched(), os.RemoveAll(e.Dir))
 }

@@ -1,11 +1,15 @@
 // Package testengine starts private container engines for the e2e tests, so copy mode and
 // Podman are tested against real engines on one machine:
 //
-//   - a second dockerd in a private mount namespace with its own /tmp (a tmpfs), data root,
-//     exec root, pidfile, daemon config and unix socket, without a bridge or iptables: the temp
-//     dirs of the host (where tests keep their checkouts) do not exist for it, exactly like for a
-//     dind service on CI or a remote engine;
+//   - a second dockerd in private mount and network namespaces with its own /tmp (a tmpfs), data
+//     root, exec root, pidfile, daemon config and unix socket, without a bridge or iptables: the
+//     temp dirs of the host (where tests keep their checkouts) do not exist for it, exactly like
+//     for a dind service on CI or a remote engine;
 //   - a Podman API service (`podman system service`) with its own storage, on a unix socket.
+//
+// Neither may touch the host's engine: Stop fails when a network interface of the host that
+// existed at the start is gone (a dockerd sharing the host's network namespace with
+// --bridge=none deletes the default engine's docker0).
 //
 // Both need Linux and root. Every engine is owned by the test process that started it: Stop
 // ends it (SIGTERM, then SIGKILL of its process group) and removes its state directory.
@@ -16,8 +20,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,6 +43,32 @@ type Engine struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  string
+	// ifaces are the host's network interfaces when the engine started.
+	ifaces []string
+}
+
+func interfaceNames() []string {
+	list, _ := net.Interfaces()
+	names := make([]string, 0, len(list))
+	for _, i := range list {
+		names = append(names, i.Name)
+	}
+	return names
+}
+
+// hostUntouched says which host interfaces present at the start are gone.
+func (e *Engine) hostUntouched() error {
+	now := interfaceNames()
+	var gone []string
+	for _, n := range e.ifaces {
+		if !slices.Contains(now, n) {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) > 0 {
+		return fmt.Errorf("%s: the host's network interfaces %v disappeared while it ran", e.Name, gone)
+	}
+	return nil
 }
 
 // Docker runs the docker CLI against the engine and returns its combined output.
