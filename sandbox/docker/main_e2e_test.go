@@ -30,8 +30,17 @@ var testImage = "cline-mcp/docker-test:probe" + os.Getenv("CLINE_MCP_TEST_TAG")
 // probePath is the probe's path inside testImage.
 const probePath = "/usr/local/bin/probe"
 
-// testLabel marks every container the e2e tests cause, so leaks can be found by label.
-const testLabel = "cline-mcp.test"
+// testLabel marks every container the e2e tests cause, so leaks can be found by label. It is per
+// checkout (CLINE_MCP_TEST_TAG) like the image: two checkouts testing on one engine must not count
+// (or remove) each other's containers.
+var testLabel = "cline-mcp.test" + tagSuffix()
+
+func tagSuffix() string {
+	if t := os.Getenv("CLINE_MCP_TEST_TAG"); t != "" {
+		return "." + t
+	}
+	return ""
+}
 
 var (
 	engineErr error          // why the engine is unusable; nil when it answers
