@@ -58,10 +58,12 @@ func newCopyTree(t *testing.T) copyTree {
 // mounts are the apply tool's: the checkout writable with the tree coming back, its .git
 // read-only, the settings copy writable with only providers.json coming back.
 func (ct copyTree) mounts() []sandbox.Mount {
-	git := filepath.Join(ct.repo, ".git")
+	git, gitFile := filepath.Join(ct.repo, ".git"), filepath.Join(ct.repo, "nested", ".git")
 	return []sandbox.Mount{
 		{Source: ct.repo, Target: ct.repo, Return: sandbox.Return{Tree: true}},
 		{Source: git, Target: git, ReadOnly: true},
+		// a linked worktree's .git is a file: a single-file mount inside the checkout
+		{Source: gitFile, Target: gitFile, ReadOnly: true},
 		{Source: ct.data, Target: ct.data, Return: sandbox.Return{Files: []string{"settings/providers.json"}}},
 	}
 }
@@ -97,8 +99,10 @@ func testCopyRoundTrip(t *testing.T, e *Executor) {
 	if !strings.Contains(out.String(), "read "+r("keep.txt")+" ok: keep") {
 		t.Fatalf("the checkout was not copied in:\n%s", out)
 	}
-	if !strings.Contains(out.String(), "write "+r(".git/HEAD")+" error") {
-		t.Errorf("the read-only .git was writable in the container:\n%s", out)
+	for _, ro := range []string{r(".git/HEAD"), r("nested/.git")} {
+		if !strings.Contains(out.String(), "write "+ro+" error") {
+			t.Errorf("the read-only %s was writable in the container:\n%s", ro, out)
+		}
 	}
 	checks := []struct{ what, got, want string }{
 		{"edit.txt", readTestFile(t, r("edit.txt")), "new content"},

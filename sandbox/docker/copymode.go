@@ -40,11 +40,11 @@ type copied struct {
 
 // copySet is the copy-mode state of one run: its volumes and how to bring changes back.
 type copySet struct {
-	e     *Executor
-	runID string
-	dirs  []*copied
+	e    *Executor
+	dirs []*copied
 	// files are single-file Mounts; each lies inside a directory Mount and is uploaded into
-	// its volume (read-only by its mode only; never brought back).
+	// its volume (a read-only one without its write bits, which is all a file in a volume can
+	// have; never brought back).
 	files []sandbox.Mount
 }
 
@@ -55,7 +55,7 @@ type copySet struct {
 // writable. On error everything created is removed again.
 func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, id identity) (_ *copySet, _ []mount.Mount, err error) {
 	u := id.user
-	cs := &copySet{e: e, runID: runID}
+	cs := &copySet{e: e}
 	defer func() {
 		if err != nil {
 			cs.cleanup(ctx)
@@ -101,7 +101,7 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	}
 	for _, f := range cs.files {
 		dir, base := path.Split(f.Target)
-		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return writeFile(tw, base, f.Source, u) }); err != nil {
+		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return writeFile(tw, base, f.Source, u, f.ReadOnly) }); err != nil {
 			return nil, nil, e.copyError(ctx, "copy "+f.Source+" into the container", filler, err)
 		}
 	}

@@ -167,8 +167,9 @@ func writeDirEntry(tw *tar.Writer, name string, mode fs.FileMode, u runUser) err
 	})
 }
 
-// writeFile writes the one regular file src as name, owned by u.
-func writeFile(tw *tar.Writer, name, src string, u runUser) error {
+// writeFile writes the one regular file src as name, owned by u, without write bits when
+// readOnly.
+func writeFile(tw *tar.Writer, name, src string, u runUser, readOnly bool) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -181,8 +182,12 @@ func writeFile(tw *tar.Writer, name, src string, u runUser) error {
 	if !info.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
+	mode := info.Mode() & permBits
+	if readOnly {
+		mode &^= 0o222
+	}
 	if err := tw.WriteHeader(&tar.Header{
-		Name: name, Typeflag: tar.TypeReg, Mode: int64(info.Mode() & permBits), Size: info.Size(),
+		Name: name, Typeflag: tar.TypeReg, Mode: int64(mode), Size: info.Size(),
 		ModTime: info.ModTime(), Uid: u.uid, Gid: u.gid, Format: tar.FormatPAX,
 	}); err != nil {
 		return err
