@@ -153,8 +153,17 @@ func suiteLeaks() error {
 		ids, err := mcpsession.Containers("label=cline-mcp.run", "ancestor="+fakeImage)
 		if err != nil {
 			errs = append(errs, err)
-		} else if len(ids) > 0 {
-			errs = append(errs, fmt.Errorf("leak: %d container(s) labelled cline-mcp.run from %s left: %v", len(ids), fakeImage, ids))
+		}
+		// ancestor= matches by image ID, and every checkout builds a byte-identical fake image:
+		// only containers started by this suite's servers (they carry E2E_SUITE) are ours.
+		var ours []string
+		for _, id := range ids {
+			if containerHasEnv(id, "E2E_SUITE="+suiteTag) {
+				ours = append(ours, id)
+			}
+		}
+		if len(ours) > 0 {
+			errs = append(errs, fmt.Errorf("leak: %d container(s) labelled cline-mcp.run from %s left: %v", len(ours), fakeImage, ours))
 		}
 	}
 	for _, pat := range []string{"*/tmp/cline-mcp-call-*", "*/tmp/cline-mcp-worktrees/*"} {

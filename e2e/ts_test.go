@@ -53,8 +53,9 @@ type tsCall struct {
 }
 
 // TestTypeScriptSDKClient drives the built server with the official TypeScript SDK: tools are
-// listed with output schemas, progress arrives through onprogress, and every result — failures
-// included — satisfies the tool's outputSchema (the SDK validates isError results too).
+// listed with output schemas, progress arrives through onprogress, every result — failures
+// included — satisfies the tool's outputSchema (the SDK validates isError results too), and the
+// SDK reports no protocol error (such as progress for a request that was already answered).
 func TestTypeScriptSDKClient(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err == nil {
@@ -78,13 +79,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			t.Errorf("leak: %s", left)
 		}
 	})
-	envMap := map[string]string{}
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
 	argsJSON, _ := json.Marshal(args)
-	envJSON, _ := json.Marshal(envMap)
+	envJSON, _ := json.Marshal(envMap(environ))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.mjs"))
@@ -103,7 +99,10 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			HasOutputSchema bool   `json:"hasOutputSchema"`
 			ReadOnly        *bool  `json:"readOnly"`
 		} `json:"tools"`
-		Calls []tsCall `json:"calls"`
+		Calls         []tsCall `json:"calls"`
+		QuickCalls    int      `json:"quickCalls"`
+		QuickProgress int      `json:"quickProgress"`
+		ClientErrors  []string `json:"clientErrors"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
 		t.Fatalf("summary %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
@@ -151,6 +150,13 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			t.Errorf("%s: got isError %v kind %q, want %v %q", c.Label, c.IsError, str(c.Structured, "kind"), w.isError, w.kind)
 		}
 	}
+	// No notification after its result, no response to an unknown id: the SDK saw no fault.
+	for _, e := range sum.ClientErrors {
+		t.Errorf("the TypeScript SDK reported a protocol error: %s", e)
+	}
+	if sum.QuickCalls != 10 || sum.QuickProgress < 10 {
+		t.Errorf("got %d short calls with %d progress notifications, want 10 calls with >= 10", sum.QuickCalls, sum.QuickProgress)
+	}
 	first := sum.Calls[0]
 	if first.ProgressCount == 0 {
 		t.Errorf("onprogress never fired for a call with a progress token")
@@ -161,4 +167,14 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(repo, "ts.txt")); string(b) != "from-ts" {
 		t.Errorf("apply_cline_edits via the TS client did not edit the checkout: %q", b)
 	}
+}
+
+// envMap turns KEY=value entries into the object MCP client configurations take.
+func envMap(environ []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
 }

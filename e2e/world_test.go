@@ -154,6 +154,21 @@ func (w *world) leaks() string {
 	return left
 }
 
+// containerHasEnv reports whether a container's environment has the entry kv (false when the
+// container is gone).
+func containerHasEnv(id, kv string) bool {
+	out, err := exec.Command("docker", "inspect", "--format", `{{range .Config.Env}}{{println .}}{{end}}`, id).Output()
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if l == kv {
+			return true
+		}
+	}
+	return false
+}
+
 func containerInstance(id string) string {
 	out, _ := exec.Command("docker", "inspect", "--format", `{{index .Config.Labels "cline-mcp.instance"}}`, id).Output()
 	return strings.TrimSpace(string(out))

@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// InstanceEnv is the environment variable that carries the server's instance id
+// ("<host>-<pid>-<start>", sandbox/proc) into every Cline process it starts on the host, so a
+// later server can find and end the processes of an instance that died.
+const InstanceEnv = "CLINE_MCP_INSTANCE"
+
 // Isolation names where a run executes. The zero value is not valid; use IsolationHost.
 type Isolation string
 

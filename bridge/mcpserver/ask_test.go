@@ -218,7 +218,8 @@ func TestSeedPolicyDeniesEveryTool(t *testing.T) {
 }
 
 // TestServerSIGTERMStopsRunsAndExits: a server told to stop (SIGTERM) cancels its calls, kills
-// their processes, removes their worktrees and exits.
+// their processes, removes their worktrees and exits, without answering them: the signal comes,
+// in practice, from the client that is going away (Claude Code sends SIGINT, then SIGTERM).
 func TestServerSIGTERMStopsRunsAndExits(t *testing.T) {
 	e := newEnv(t)
 	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
@@ -239,5 +240,13 @@ func TestServerSIGTERMStopsRunsAndExits(t *testing.T) {
 	}
 	if wts := worktreeList(t, e.work); len(wts) != 1 {
 		t.Errorf("worktrees left after the server stopped: %v", wts)
+	}
+	if w := strings.Join(linesOf(e.sess), ""); strings.Contains(w, `"kind":"cancelled"`) {
+		t.Errorf("the call the server stopped was answered; wire:\n%s", w)
+	}
+	for _, want := range []string{"kind=cancelled", "response withheld: the server is stopping on a signal"} {
+		if !strings.Contains(e.sess.Stderr(), want) {
+			t.Errorf("the server log lacks %q", want)
+		}
 	}
 }

@@ -297,9 +297,7 @@ func testDockerTimeoutAndCancelLeaveNothing(t *testing.T, eng engine) {
 	if !eventually(10*time.Second, func() bool { return len(callTemps(e)) == 0 }) {
 		t.Errorf("settings copies left: %v", callTemps(e))
 	}
-	if !eventually(10*time.Second, func() bool { return strings.Contains(strings.Join(linesOf(e.sess), ""), `"kind":"cancelled"`) }) {
-		t.Errorf("the cancelled Docker call was not answered with kind cancelled")
-	}
+	wantWithheld(t, e.sess, "")
 	if wts := worktreeList(t, e.work); len(wts) != 1 {
 		t.Errorf("worktrees left: %v", wts)
 	}

@@ -226,6 +226,7 @@ func TestWorkspaceCleanupAfterTimeoutAndCancel(t *testing.T) {
 	if !eventually(10*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 }) {
 		t.Errorf("after a cancel: worktrees %v", worktreeList(t, e.work))
 	}
+	wantWithheld(t, e.sess, "")
 	for _, r := range e.records() {
 		if _, err := os.Stat(r.Cwd); !os.IsNotExist(err) {
 			t.Errorf("worktree dir %s left behind", r.Cwd)

@@ -90,6 +90,14 @@ type env struct {
 
 func newEnv(t *testing.T, args ...string) *env {
 	t.Helper()
+	e := prepareEnv(t)
+	e.start(args...)
+	return e
+}
+
+// prepareEnv makes an env's directories and settings without starting a server.
+func prepareEnv(t *testing.T) *env {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: builds and runs the server (skipped with -short)")
 	}
@@ -104,7 +112,6 @@ func newEnv(t *testing.T, args ...string) *env {
 	if err := os.WriteFile(e.providers, []byte(providersBefore), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.start(args...)
 	return e
 }
 
@@ -113,17 +120,9 @@ func (e *env) start(args ...string) { e.startWithEnv(nil, args...) }
 
 // startWithEnv is start with extra environment entries for the server.
 func (e *env) startWithEnv(extra []string, args ...string) {
-	t, root := e.t, e.root
-	environ := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + e.home,
-		"TMPDIR=" + filepath.Join(root, "tmp"),
-		"FAKE_CLINE_RECORD=" + e.record,
-		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "state"),
-	}
-	environ = append(environ, extra...)
-	base := []string{"--cline", bins.FakeCline, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
-	sess := mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: append(base, args...), Env: environ, Dir: e.work})
+	t := e.t
+	argv, environ := e.server(extra, args...)
+	sess := mcpsession.Start(t, bins.ClineMCP, mcpsession.Options{Args: argv, Env: environ, Dir: e.work})
 	e.sess = sess
 	t.Cleanup(func() {
 		_, bad := sess.Lines()
@@ -134,6 +133,21 @@ func (e *env) startWithEnv(extra []string, args ...string) {
 			t.Logf("server stderr:\n%s", sess.Stderr())
 		}
 	})
+}
+
+// server is the argv (flags) and environment of a server over this env.
+func (e *env) server(extra []string, args ...string) (argv, environ []string) {
+	root := e.root
+	environ = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + e.home,
+		"TMPDIR=" + filepath.Join(root, "tmp"),
+		"FAKE_CLINE_RECORD=" + e.record,
+		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "state"),
+	}
+	environ = append(environ, extra...)
+	base := []string{"--cline", bins.FakeCline, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
+	return append(base, args...), environ
 }
 
 // newEnvLike starts a second server over the same directories (a restart after a crash).
@@ -200,6 +214,31 @@ func wantOK(t *testing.T, res *mcp.CallToolResult, sc map[string]any) {
 	t.Helper()
 	if res.IsError || sc["ok"] != true {
 		t.Fatalf("got failure %s: %s", str(sc, "kind"), str(sc, "message"))
+	}
+}
+
+// wantWithheld asserts the contract for a call the client cancelled: the server's log records
+// its outcome (kind cancelled, and msg when given) and that its response was withheld, and no
+// result of kind cancelled reaches the wire.
+func wantWithheld(t *testing.T, s *mcpsession.Session, msg string) {
+	t.Helper()
+	subs := []string{"kind=cancelled", "response withheld"}
+	if msg != "" {
+		subs = append(subs, msg)
+	}
+	if !eventually(10*time.Second, func() bool {
+		l := s.Stderr()
+		for _, sub := range subs {
+			if !strings.Contains(l, sub) {
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Errorf("the server log does not record the cancelled call (want %q)", subs)
+	}
+	if w := strings.Join(linesOf(s), ""); strings.Contains(w, `"kind":"cancelled"`) || strings.Contains(w, `\"kind\": \"cancelled\"`) {
+		t.Errorf("the cancelled call was answered on the wire")
 	}
 }
 

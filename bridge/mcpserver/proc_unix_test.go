@@ -25,3 +25,6 @@ func fileUID(st os.FileInfo) int {
 	}
 	return -1
 }
+
+// groupAlive reports whether process group pg still has a member.
+func groupAlive(pg int) bool { return pg > 1 && pg != syscall.Getpgrp() && syscall.Kill(-pg, 0) == nil }

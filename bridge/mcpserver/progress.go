@@ -7,15 +7,21 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
+
+// notifier queues one notifications/progress; it never blocks on the client. *wire implements
+// it and drops notifications for requests that were answered or cancelled.
+type notifier interface {
+	progress(token mcp.ProgressToken, n int, msg string) bool
+}
 
 // progress turns the runner's live messages into notifications/progress for one request:
 // throttled (the latest message wins), plus a heartbeat whenever nothing was sent for a while,
 // so clients whose deadlines reset on progress stay alive during long, silent model calls.
-// Messages reaching it are already redacted by the runner.
+// Messages reaching it are already redacted by the runner. Notifications go through the same
+// ordered writer as the result (see wire), so none reaches the client after the result.
 type progress struct {
-	srv      *server.MCPServer
+	out      notifier
 	ctx      context.Context
 	token    mcp.ProgressToken
 	throttle time.Duration
@@ -30,8 +36,8 @@ type progress struct {
 	closed  bool
 }
 
-func newProgress(ctx context.Context, srv *server.MCPServer, token mcp.ProgressToken, throttle, heartbeat time.Duration) *progress {
-	p := &progress{srv: srv, ctx: ctx, token: token, throttle: throttle, start: time.Now()}
+func newProgress(ctx context.Context, out notifier, token mcp.ProgressToken, throttle, heartbeat time.Duration) *progress {
+	p := &progress{out: out, ctx: ctx, token: token, throttle: throttle, start: time.Now()}
 	if token == nil {
 		p.closed = true
 		return p
@@ -106,20 +112,23 @@ func (p *progress) sendLocked(msg string) {
 	if msg != "" && msg != "started" {
 		p.lastMsg = msg
 	}
-	// A full notification channel drops the message; progress is advisory.
-	_ = p.srv.SendNotificationToClient(p.ctx, "notifications/progress", map[string]any{
-		"progressToken": p.token,
-		"progress":      p.n,
-		"message":       msg,
-	})
+	// Queued, never written here: the wire drops it when too many wait (progress is advisory)
+	// or when the request was already answered or cancelled.
+	p.out.progress(p.token, p.n, msg)
 }
 
-// Close sends a message still held back by the throttle, then stops the heartbeat; it runs
-// before the result is returned, so no notification follows the result.
-func (p *progress) Close() {
+// Close ends progress for the request before the handler returns its result: a message still
+// held back by the throttle is sent (it often carries the answer's first words), the heartbeat
+// stops, and Close returns only once the last notification is at least quiet old (or ctx
+// ended). The
+// wire already writes the result after every notification; the pause keeps the two out of one
+// read on the client, because the TypeScript SDK (Claude Code, the MCP Inspector) handles a
+// notification a microtask later than a response that arrives with it, and then reports the
+// notification's token as unknown (modelcontextprotocol/typescript-sdk#2580).
+func (p *progress) Close(quiet time.Duration) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return
 	}
 	if p.timer != nil {
@@ -129,4 +138,15 @@ func (p *progress) Close() {
 		p.sendLocked(p.pending)
 	}
 	p.closed = true
+	wait := quiet - time.Since(p.last)
+	p.mu.Unlock()
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.ctx.Done():
+	}
 }

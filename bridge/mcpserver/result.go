@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -20,11 +21,10 @@ func toolResult(tool run.Tool, r run.Result) *mcp.CallToolResult {
 	case r.OK:
 		text = successText(tool, r)
 	case tool == run.ApplyClineEdits:
-		b, err := json.MarshalIndent(sc, "", "  ")
-		if err != nil {
-			b = []byte(fmt.Sprintf(`{"ok":false,"kind":%q}`, r.Kind))
+		var err error
+		if text, err = sc.indented(); err != nil {
+			text = fmt.Sprintf(`{"ok":false,"kind":%q}`, r.Kind)
 		}
-		text = string(b)
 	default:
 		text = errorText(r)
 	}
@@ -33,7 +33,12 @@ func toolResult(tool run.Tool, r run.Result) *mcp.CallToolResult {
 	return res
 }
 
-func structured(tool run.Tool, r run.Result) map[string]any {
+// structured is the structuredContent of a result, in the order a model reads it best: clients
+// such as Claude Code hand the model this JSON (not the text content) for a success. What the
+// caller asked for comes first (the answer; for a failure the kind and message), then what it
+// needs to act on (changed files and the diff, warnings, git evidence), then bookkeeping
+// (attempts, exit code, timings, isolation) and, last, the long diagnostic tails.
+func structured(tool run.Tool, r run.Result) object {
 	warnings := r.Warnings
 	if warnings == nil {
 		warnings = []string{}
@@ -42,67 +47,123 @@ func structured(tool run.Tool, r run.Result) map[string]any {
 	for _, i := range r.AttemptIsolation {
 		iso = append(iso, string(i))
 	}
-	m := map[string]any{
-		"ok":               r.OK,
-		"warnings":         warnings,
-		"attempts":         r.Attempts,
-		"exitCode":         nil,
-		"isolation":        string(r.Isolation),
-		"attemptIsolation": iso,
+	isolation := string(r.Isolation)
+	if isolation == "" {
+		isolation = "host"
 	}
-	if r.Isolation == "" {
-		m["isolation"] = "host"
-	}
+	var exitCode, signal any
 	if r.ExitCode != nil {
-		m["exitCode"] = *r.ExitCode
+		exitCode = *r.ExitCode
+	}
+	if r.Signal != nil {
+		signal = *r.Signal
+	}
+	apply := tool == run.ApplyClineEdits
+	var o object
+	o.add("ok", r.OK)
+	if r.OK {
+		o.add("text", r.Text)
+	} else {
+		o.add("kind", r.Kind)
+		o.add("message", r.Message)
+		o.add("retryable", r.Retryable)
+	}
+	if apply && r.Git != nil && !r.OK {
+		o.add("git", r.Git) // the evidence (and the undo command) is what a failed apply is about
+	}
+	if apply && (r.ChangedFiles != nil || r.OK) {
+		files := r.ChangedFiles
+		if files == nil {
+			files = []run.ChangedFile{}
+		}
+		o.add("changedFiles", files)
+	}
+	if apply && r.Diff != nil {
+		o.add("diff", *r.Diff)
+		o.add("diffTruncated", r.DiffTruncated)
+	}
+	o.add("warnings", warnings)
+	if tool == run.AskClineWorkspace && r.Worktree != nil {
+		o.add("worktree", r.Worktree)
+	}
+	if apply && (r.HeadBefore != "" || r.OK) {
+		o.add("headBefore", r.HeadBefore)
+		o.add("headAfter", r.HeadAfter)
+	}
+	if apply && r.Git != nil && r.OK {
+		o.add("git", r.Git)
 	}
 	if r.OK {
-		m["text"] = r.Text
-		m["durationMs"] = int64(math.Round(r.Duration * 1000))
 		if r.Model != "" {
-			m["model"] = r.Model
+			o.add("model", r.Model)
 		}
 		if r.Usage != nil {
-			m["usage"] = r.Usage
+			o.add("usage", r.Usage)
 		}
+	}
+	o.add("attempts", r.Attempts)
+	o.add("exitCode", exitCode)
+	if r.OK {
+		o.add("durationMs", int64(math.Round(r.Duration*1000)))
 	} else {
-		m["kind"] = r.Kind
-		m["message"] = r.Message
-		m["retryable"] = r.Retryable
-		m["signal"] = nil
-		if r.Signal != nil {
-			m["signal"] = *r.Signal
-		}
-		m["elapsedSeconds"] = math.Round(r.Duration*10) / 10
-		m["stderrTail"] = r.StderrTail
-		m["stdoutTail"] = r.StdoutTail
+		o.add("signal", signal)
+		o.add("elapsedSeconds", math.Round(r.Duration*10)/10)
 	}
-	switch tool {
-	case run.ApplyClineEdits:
-		if r.Diff != nil {
-			m["diff"] = *r.Diff
-			m["diffTruncated"] = r.DiffTruncated
-		}
-		if r.ChangedFiles != nil || r.OK {
-			files := r.ChangedFiles
-			if files == nil {
-				files = []run.ChangedFile{}
-			}
-			m["changedFiles"] = files
-		}
-		if r.HeadBefore != "" || r.OK {
-			m["headBefore"] = r.HeadBefore
-			m["headAfter"] = r.HeadAfter
-		}
-		if r.Git != nil {
-			m["git"] = r.Git
-		}
-	case run.AskClineWorkspace:
-		if r.Worktree != nil {
-			m["worktree"] = r.Worktree
-		}
+	o.add("isolation", isolation)
+	o.add("attemptIsolation", iso)
+	if !r.OK {
+		o.add("stderrTail", r.StderrTail)
+		o.add("stdoutTail", r.StdoutTail)
 	}
-	return m
+	return o
+}
+
+// object is a JSON object that keeps its keys in insertion order (a Go map would be marshalled
+// in alphabetical order, putting "attemptIsolation" before the answer).
+type object []member
+
+type member struct {
+	key string
+	val any
+}
+
+func (o *object) add(key string, val any) { *o = append(*o, member{key, val}) }
+
+// MarshalJSON writes the members in order, without HTML escaping (a diff's "<" stays "<"
+// where a model reads it verbatim).
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := enc.Encode(m.key); err != nil {
+			return nil, err
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+		b.WriteByte(':')
+		if err := enc.Encode(m.val); err != nil {
+			return nil, fmt.Errorf("structuredContent %s: %w", m.key, err)
+		}
+		b.Truncate(b.Len() - 1)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// indented is o as indented JSON without HTML escaping: the text content of a failed apply.
+func (o object) indented() (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(o); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
 }
 
 func successText(tool run.Tool, r run.Result) string {

@@ -6,11 +6,13 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"log/slog"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -38,7 +40,10 @@ type Options struct {
 	Heartbeat time.Duration
 	// Throttle is the shortest gap between event-driven progress notifications; default 500 ms.
 	Throttle time.Duration
-	Logger   *slog.Logger
+	// Quiet is the least time between a call's last progress notification and its result
+	// (see progress.Close); default 50 ms.
+	Quiet  time.Duration
+	Logger *slog.Logger
 }
 
 // Server is the stdio MCP server.
@@ -46,6 +51,8 @@ type Server struct {
 	opts Options
 	mcp  *server.MCPServer
 	val  validator
+	// wire is the stdio session's ordered writer; set by Serve before the first request.
+	wire atomic.Pointer[wire]
 }
 
 // New registers the three tools.
@@ -65,38 +72,58 @@ func New(opts Options) *Server {
 	if opts.Throttle <= 0 {
 		opts.Throttle = 500 * time.Millisecond
 	}
+	if opts.Quiet <= 0 {
+		opts.Quiet = 50 * time.Millisecond
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{
 		opts: opts,
-		mcp: server.NewMCPServer(opts.Name, opts.Version,
-			server.WithToolCapabilities(false),
-			server.WithRecovery(),
-			server.WithInstructions("Delegate work to the local Cline CLI: ask_cline (read-only analysis), "+
-				"apply_cline_edits (edit the git checkout at cwd; commits forbidden; returns the diff), "+
-				"ask_cline_workspace (read-only analysis in a disposable worktree of HEAD)."),
-		),
-		val: validator{goos: opts.GOOS, floor: opts.Floor, wd: os.Getwd},
+		val:  validator{goos: opts.GOOS, floor: opts.Floor, wd: os.Getwd},
 	}
+	hooks := &server.Hooks{}
+	// A request the client cancelled while it waited in mcp-go's queue never starts: mcp-go
+	// only cancels requests that already run. The error answer is withheld by the wire.
+	hooks.AddOnRequestInitialization(func(_ context.Context, id any, _ any) error {
+		if w := s.wire.Load(); w != nil && w.cancelled(id) {
+			return errCancelledBeforeStart
+		}
+		return nil
+	})
+	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithHooks(hooks),
+		server.WithInstructions("Delegate work to the local Cline CLI: ask_cline (read-only analysis), "+
+			"apply_cline_edits (edit the git checkout at cwd; commits forbidden; returns the diff), "+
+			"ask_cline_workspace (read-only analysis in a disposable worktree of HEAD)."),
+	)
 	for _, spec := range toolSpecs {
 		s.mcp.AddTool(spec.mcpTool(), s.handler(spec.tool))
 	}
 	return s
 }
 
-// MCP exposes the underlying mcp-go server (tests use it in-process).
-func (s *Server) MCP() *server.MCPServer { return s.mcp }
-
 // Serve speaks MCP over in/out until in reaches EOF or ctx ends. Calls still running then are
 // cancelled and finish their cleanup (processes, containers, worktrees, settings) before Serve
-// returns. Nothing but JSON-RPC is ever written to out.
+// returns. After EOF their results (kind cancelled) are still written; after ctx ended (the
+// server got a signal, in practice from the client that is going away) they are not. Nothing but
+// JSON-RPC is ever written to out, in an order the spec allows: no notification for a request
+// after its response, and no response to a request the client cancelled (see wire). Serve runs
+// once per Server.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	w := newWire(out, s.opts.Logger, func() bool { return ctx.Err() != nil })
+	if !s.wire.CompareAndSwap(nil, w) {
+		w.close()
+		return errors.New("mcpserver: Serve called twice")
+	}
+	defer w.close() // after Listen returned: every handler has returned and written
 	std := server.NewStdioServer(s.mcp)
 	std.SetErrorLogger(log.New(slogWriter{s.opts.Logger}, "", 0))
 	server.WithWorkerPoolSize(100)(std)
 	server.WithQueueSize(1000)(std)
-	return std.Listen(ctx, in, out)
+	return std.Listen(ctx, w.reader(in), w)
 }
 
 func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
@@ -111,15 +138,29 @@ func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 		if req.Params.Meta != nil {
 			token = req.Params.Meta.ProgressToken
 		}
-		p := newProgress(ctx, s.mcp, token, s.opts.Throttle, s.opts.Heartbeat)
+		var out notifier = nopNotifier{}
+		if w := s.wire.Load(); w != nil {
+			out = w
+		}
+		p := newProgress(ctx, out, token, s.opts.Throttle, s.opts.Heartbeat)
 		start := time.Now()
 		res := s.opts.Runner.Do(ctx, call, p.Report)
-		p.Close()
-		log.Info("call finished", "ok", res.OK, "kind", res.Kind, "attempts", res.Attempts,
-			"isolation", string(res.Isolation), "seconds", time.Since(start).Seconds())
+		p.Close(s.opts.Quiet)
+		attrs := []any{"ok", res.OK, "kind", res.Kind, "attempts", res.Attempts,
+			"isolation", string(res.Isolation), "seconds", time.Since(start).Seconds()}
+		if !res.OK {
+			// The log keeps the outcome even when the client cancelled and gets no response.
+			attrs = append(attrs, "message", res.Message)
+		}
+		log.Info("call finished", attrs...)
 		return toolResult(tool, res), nil
 	}
 }
+
+// nopNotifier drops progress when the server runs without a stdio session.
+type nopNotifier struct{}
+
+func (nopNotifier) progress(mcp.ProgressToken, int, string) bool { return false }
 
 // slogWriter routes mcp-go's own log lines to our logger (stderr), never stdout.
 type slogWriter struct{ l *slog.Logger }

@@ -242,6 +242,9 @@ func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) error {
 		return err
 	}
 	extra := map[string]string{}
+	if k.r.cfg.Instance != "" {
+		extra[sandbox.InstanceEnv] = k.r.cfg.Instance
+	}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
 		p, err := k.writeGlobalSettings(filepath.Join(k.private, fmt.Sprintf("global-settings-%d.json", n)), k.r.globalSettingsPath(), cline.ReadOnlyDisabledTools)
 		if err != nil {

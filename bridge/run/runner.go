@@ -61,6 +61,12 @@ type Config struct {
 	SettleGrace time.Duration
 	TempDir     string
 	Logger      *slog.Logger
+	// Instance is the server's instance id (sandbox/proc), put into every host run's environment
+	// as sandbox.InstanceEnv so a later server can end the runs of one that died.
+	Instance string
+	// TrackDir, when set, is told each call's private temp dir (it holds the settings copy, with
+	// keys) and untracked after its removal: sandbox/lifeline removes it if the server dies.
+	TrackDir func(path string) (untrack func())
 }
 
 // Runner executes calls. It is safe for concurrent use; one Runner serves the whole server.
@@ -164,10 +170,16 @@ func (k *call) do(ctx context.Context) Result {
 		return k.fail(cline.KindLaunchFailed, fmt.Sprintf("create a private temp dir: %v", err), false)
 	}
 	k.private = private
+	untrack := func() {}
+	if k.r.cfg.TrackDir != nil {
+		untrack = k.r.cfg.TrackDir(private)
+	}
 	defer func() {
 		if err := os.RemoveAll(private); err != nil {
 			k.warnings = append(k.warnings, fmt.Sprintf("could not remove the private temp dir %s: %v", private, err))
+			return
 		}
+		untrack()
 	}()
 	switch k.Tool {
 	case ApplyClineEdits:

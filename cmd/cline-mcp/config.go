@@ -37,6 +37,9 @@ type config struct {
 	stopGrace    time.Duration
 	backoff      time.Duration
 	heartbeat    time.Duration
+
+	// args are the flags as given, passed on to the lifeline watchdog.
+	args []string
 }
 
 type multiFlag []string

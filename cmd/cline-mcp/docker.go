@@ -26,7 +26,7 @@ var errDockerWindows = &sandbox.LaunchError{
 // newDocker builds the Docker executor from the flags. It does not contact the engine: an
 // engine that is down (or starts later) is found per call, and such a call fails with
 // launch_failed and the fix instead of falling back to the host.
-func newDocker(cfg *config) (*docker.Executor, error) {
+func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
 	if hostGOOS == "windows" {
 		return nil, errDockerWindows
 	}
@@ -42,7 +42,7 @@ func newDocker(cfg *config) (*docker.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return docker.New(
+	opts := []docker.Option{
 		docker.WithEndpoint(ep),
 		docker.WithMounts(mounts),
 		docker.WithImage(cfg.dockerImage),
@@ -50,7 +50,8 @@ func newDocker(cfg *config) (*docker.Executor, error) {
 		docker.WithMemory(mem),
 		docker.WithPidsLimit(cfg.dockerPids),
 		docker.WithCPUs(cfg.dockerCPUs),
-	)
+	}
+	return docker.New(append(opts, extra...)...)
 }
 
 // dockerCheck reports the engine and the configured image; it is required only when Docker

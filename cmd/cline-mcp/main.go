@@ -39,6 +39,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		(&config{}).register(fs)
 		usage(stdout, fs)
 		return 0
+	case watchdogCommand:
+		return watchdog(args, stderr)
 	case "serve", "doctor":
 	default:
 		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, version, help)\n", cmd)
@@ -58,6 +60,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cline-mcp: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	cfg.args = args
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
 		return 2
@@ -92,6 +95,7 @@ Usage:
   cline-mcp doctor [flags]    check the Cline CLI, its settings, git and Docker; exit 1 on a required failure
   cline-mcp version           print the version
   cline-mcp help              this text
+  cline-mcp watchdog ...      internal: the lifeline watchdog serve starts (not for direct use)
 
 Flags:
 `)

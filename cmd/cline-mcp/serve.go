@@ -5,8 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -15,13 +18,20 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/host"
+	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // serve runs the stdio MCP server until stdin closes or a signal arrives, then lets in-flight
 // calls finish their cleanup.
 func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, stdout io.Writer) int {
+	// A client that died closes our stdout: a write to it must fail (EPIPE, logged), not kill
+	// the server with SIGPIPE halfway through stopping Cline and restoring settings for the
+	// calls still running.
+	signal.Ignore(syscall.SIGPIPE)
 	runner, cleanup, err := buildRunner(ctx, cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -50,14 +60,17 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runner, func(), error) {
 	home, _ := os.UserHomeDir()
 	env := os.Environ()
+	life := startLifeline(cfg, log)
 	git := &worktree.Git{}
 	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot)}
 	store := &settings.Store{FS: afero.NewOsFs(), Path: settings.Path(os.Getenv, home)}
 	rc := run.Config{
 		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
-		Host:           host.New(),
+		Host:           &host.Executor{Track: life.TrackGroup},
+		TrackDir:       func(p string) func() { return life.Track(lifeline.Dir, p) },
 		DockerCline:    cfg.dockerCline,
 		DockerEnv:      cfg.dockerEnv,
+		Instance:       docker.InstanceID(),
 		Floor:          sandbox.Isolation(cfg.isolation),
 		RetryIsolation: sandbox.Isolation(cfg.retryIsolation),
 		Env:            env,
@@ -75,7 +88,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		rc.Backoff = func() time.Duration { return b }
 	}
 	var sweepDocker func(context.Context) (int, error)
-	dock, derr := newDocker(cfg)
+	dock, derr := newDocker(cfg, docker.WithTrack(func(id string) func() { return life.Track(lifeline.Container, id) }))
 	if derr != nil {
 		rc.DockerErr = derr
 		log.Warn("docker isolation unavailable; calls that need it fail with launch_failed", "err", derr)
@@ -98,6 +111,12 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		} else if len(removed) > 0 {
 			log.Info("removed worktrees left by a crashed server", "paths", removed)
 		}
+		hostname, _ := os.Hostname()
+		if killed, err := host.SweepOrphans(func(id string) bool { return proc.DeadOnHost(id, hostname) }); err != nil {
+			log.Warn("process sweep", "err", err)
+		} else if len(killed) > 0 {
+			log.Info("ended Cline processes left running by a crashed server", "pids", killed)
+		}
 		if sweepDocker != nil {
 			if n, err := sweepDocker(sweepCtx); err != nil {
 				log.Warn("container sweep", "err", err)
@@ -112,7 +131,31 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		if dock != nil {
 			_ = dock.Close()
 		}
+		if err := life.Close(10 * time.Second); err != nil {
+			log.Warn("lifeline", "err", err)
+		}
 	}, nil
+}
+
+// startLifeline starts the watchdog that ends this server's Cline processes and containers if
+// the server dies without cleaning up (SIGKILL, out of memory). Not on Windows, where each run's
+// Job Object already dies with the server (and Docker isolation is refused). Without it the
+// server still works; leftovers are then only swept by the next server's start.
+func startLifeline(cfg *config, log *slog.Logger) *lifeline.Lifeline {
+	if runtime.GOOS == "windows" || slices.Contains(os.Environ(), watchdogEnvMark) {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		argv := append([]string{exe, watchdogCommand, "--instance", docker.InstanceID(), "--"}, cfg.args...)
+		var life *lifeline.Lifeline
+		if life, err = lifeline.Start(argv, watchdogEnv(os.Environ()), os.Stderr); err == nil {
+			log.Debug("lifeline watchdog started", "pid", life.Pid())
+			return life
+		}
+	}
+	log.Warn("no lifeline watchdog: if this server is killed, its Cline processes and containers run on until the next server start sweeps them", "err", err)
+	return nil
 }
 
 // worktreeRoot is --worktree-root, else $TMPDIR/cline-mcp-worktrees, with the existing part of the

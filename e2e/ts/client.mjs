@@ -1,6 +1,7 @@
 // cline-mcp e2e client on the official TypeScript MCP SDK: spawns the built server over stdio,
-// lists the tools, runs a few calls (one with a progress token), checks every structuredContent
-// against the tool's outputSchema, and prints one JSON summary line for the Go test (e2e/ts_test.go).
+// lists the tools, runs a few calls (some with a progress token), checks every structuredContent
+// against the tool's outputSchema, records protocol errors the SDK reports, and prints one JSON
+// summary line for the Go test (e2e/ts_test.go).
 //
 // Input (environment): E2E_SERVER (path), E2E_SERVER_ARGS (JSON array), E2E_SERVER_ENV (JSON
 // object: the server's complete environment), E2E_CWD (a plain dir), E2E_REPO (a git checkout).
@@ -17,6 +18,10 @@ const transport = new StdioClientTransport({
   stderr: "ignore",
 });
 const client = new Client({ name: "cline-mcp-e2e-ts", version: "1.0.0" });
+// Protocol faults the SDK detects (a progress notification for a finished request, a response
+// to an unknown id) reach onerror, not the caller; the Go test requires none.
+const clientErrors = [];
+client.onerror = (err) => clientErrors.push(String(err?.message ?? err));
 await client.connect(transport);
 
 const summary = { server: client.getServerVersion(), tools: [], calls: [] };
@@ -57,5 +62,18 @@ await call("apply-ok", "apply_cline_edits", { prompt: "Edit fake:edit?path=ts.tx
 await call("apply-not-git", "apply_cline_edits", { prompt: "Edit please", cwd: env.E2E_CWD }, false);
 await call("workspace-ok", "ask_cline_workspace", { prompt: "Read fake:read?path=README.md", cwd: env.E2E_REPO }, false);
 
+// Short calls with progress: the last notification and the result are written close together,
+// which is where a server (or the SDK, see typescript-sdk#2580) can get the order wrong.
+summary.quickCalls = 0;
+summary.quickProgress = 0;
+for (let i = 0; i < 10; i++) {
+  await client.callTool({ name: "ask_cline", arguments: { prompt: "Reply fake:multiturn", cwd: env.E2E_CWD } }, undefined, {
+    onprogress: () => summary.quickProgress++,
+    timeout: 120000,
+  });
+  summary.quickCalls++;
+}
+
 await client.close();
+summary.clientErrors = clientErrors;
 process.stdout.write(JSON.stringify(summary) + "\n");

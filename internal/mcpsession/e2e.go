@@ -95,3 +95,12 @@ func Containers(filters ...string) ([]string, error) {
 	}
 	return strings.Fields(string(out)), nil
 }
+
+// Docker runs the docker CLI with args and returns its standard output.
+func Docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", args...).Output()
+	if err != nil {
+		return string(out), fmt.Errorf("docker %s: %w", strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}

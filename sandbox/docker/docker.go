@@ -32,10 +32,10 @@
 //
 // # Liveness and sweeping
 //
-// Each Executor has an instance id "<hostname>-<pid>-<start ticks>" (start ticks: field 22 of
-// /proc/<pid>/stat, so a reused pid is told apart). Sweep removes containers whose instance is on
-// this host and provably dead; containers of live instances, of other hosts, or whose liveness
-// cannot be judged (non-Linux) are kept.
+// Each Executor has an instance id "<hostname>-<pid>-<start>" (sandbox/proc: the start time
+// tells a reused pid apart, on Linux, macOS and Windows). Sweep removes containers whose instance
+// is on this host and provably dead; containers of live instances, of other hosts, or whose
+// liveness cannot be judged are kept.
 package docker
 
 import (
@@ -131,6 +131,7 @@ type Executor struct {
 	pidsLimit int64
 	nanoCPUs  int64
 	instance  string
+	track     func(runID string) (untrack func())
 
 	mu        sync.Mutex
 	pingedAt  time.Time
@@ -216,6 +217,16 @@ func WithEndpoint(ep Endpoint) Option {
 			return errors.New("endpoint: empty host")
 		}
 		e.endpoint = ep
+		return nil
+	}
+}
+
+// WithTrack makes the executor report each run (its id, before the container is created) to
+// track and call the returned func once the container is removed. sandbox/lifeline uses it: when
+// the server dies with runs tracked, its watchdog removes every container of the instance.
+func WithTrack(track func(runID string) (untrack func())) Option {
+	return func(e *Executor) error {
+		e.track = track
 		return nil
 	}
 }

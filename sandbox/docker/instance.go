@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -14,90 +12,45 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
-// InstanceID identifies this server process across the machine: "<hostname>-<pid>-<start>",
-// where start is the process start time from sandbox/proc (Linux, macOS and Windows), or 0 where
-// that is unknown. Pid plus start time tells a live process from a later one that reused its pid.
-func InstanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	pid := os.Getpid()
-	return formatInstance(host, pid, proc.Self())
-}
-
-func formatInstance(host string, pid int, start uint64) string {
-	return host + "-" + strconv.Itoa(pid) + "-" + strconv.FormatUint(start, 10)
-}
-
-// instance is a parsed instance id.
-type instance struct {
-	host  string
-	pid   int
-	start uint64
-}
-
-// parseInstance splits an instance id from the right, since a hostname may contain dashes.
-func parseInstance(id string) (instance, bool) {
-	rest, startS, ok := cutLast(id, "-")
-	if !ok {
-		return instance{}, false
-	}
-	host, pidS, ok := cutLast(rest, "-")
-	if !ok || host == "" {
-		return instance{}, false
-	}
-	pid, err := strconv.Atoi(pidS)
-	if err != nil || pid <= 0 {
-		return instance{}, false
-	}
-	start, err := strconv.ParseUint(startS, 10, 64)
-	if err != nil {
-		return instance{}, false
-	}
-	return instance{host, pid, start}, true
-}
-
-func cutLast(s, sep string) (before, after string, ok bool) {
-	i := strings.LastIndex(s, sep)
-	if i < 0 {
-		return s, "", false
-	}
-	return s[:i], s[i+len(sep):], true
-}
-
-// dead reports whether the instance id names a process of this host that provably no longer
-// runs: no such pid, or a pid with another start time. Anything it cannot judge — another
-// host (a remote engine shared by several machines), an unparsable id, a start time of 0 —
-// counts as alive.
-func dead(id, host string) bool {
-	in, ok := parseInstance(id)
-	if !ok || in.host != host {
-		return false
-	}
-	return proc.Gone(in.pid, in.start)
-}
+// InstanceID identifies this server process across the machine: "<hostname>-<pid>-<start>"
+// (sandbox/proc). Pid plus start time tells a live process from a later one that reused its pid.
+func InstanceID() string { return proc.Self().String() }
 
 // Sweep removes the containers left behind by dead server instances: those labelled
-// LabelInstance whose instance ran on this host and is gone, and then their copy-mode volumes. Containers of live instances
-// (this one included) are never touched. It returns how many it removed; the error joins
-// every failure, after trying all candidates.
+// LabelInstance whose instance ran on this host and is gone, and then their copy-mode volumes.
+// Containers and volumes of live instances (this one included) are never touched. It returns
+// how many containers it removed; the error joins every failure, after trying all candidates.
 func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
+	host, _ := os.Hostname()
+	return e.removeWhere(ctx, LabelInstance, func(inst string) bool {
+		return inst != e.instance && proc.DeadOnHost(inst, host)
+	})
+}
+
+// RemoveOwn force-removes every container of this executor's instance, running or not, and
+// then its copy-mode volumes. The lifeline's watchdog calls it (with WithInstanceID of the
+// server) once the server is gone.
+func (e *Executor) RemoveOwn(ctx context.Context) (removed int, err error) {
+	return e.removeWhere(ctx, LabelInstance+"="+e.instance, func(string) bool { return true })
+}
+
+// removeWhere force-removes the containers matching the label filter whose instance label
+// passes pick, then the volumes that match the same way. "Not found", "removal already in
+// progress" and "volume in use" count as someone else's business.
+func (e *Executor) removeWhere(ctx context.Context, label string, pick func(instance string) bool) (removed int, err error) {
 	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
-		Filters: make(client.Filters).Add("label", LabelInstance),
+		Filters: make(client.Filters).Add("label", label),
 	})
 	if err != nil {
 		if client.IsErrConnectionFailed(err) {
 			return 0, engineError("container list", err)
 		}
-		return 0, fmt.Errorf("container list %s: %w", LabelInstance, err)
+		return 0, fmt.Errorf("container list %s: %w", label, err)
 	}
-	host, _ := os.Hostname()
 	var errs []error
 	for _, c := range list.Items {
-		inst := c.Labels[LabelInstance]
-		if inst == e.instance || !dead(inst, host) {
+		if !pick(c.Labels[LabelInstance]) {
 			continue
 		}
 		_, rerr := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
@@ -110,21 +63,20 @@ func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 			errs = append(errs, fmt.Errorf("container remove %s: %w", c.ID, rerr))
 		}
 	}
-	errs = append(errs, e.sweepVolumes(ctx, host))
+	errs = append(errs, e.removeVolumesWhere(ctx, label, pick))
 	return removed, errors.Join(errs...)
 }
 
-// sweepVolumes removes the copy-mode volumes of dead instances of this host (their containers
-// are gone by now). Volumes still in use are the engine's to refuse.
-func (e *Executor) sweepVolumes(ctx context.Context, host string) error {
-	list, err := e.cli.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", LabelInstance)})
+// removeVolumesWhere removes the copy-mode volumes matching the label filter whose instance
+// label passes pick (their containers are gone by now).
+func (e *Executor) removeVolumesWhere(ctx context.Context, label string, pick func(instance string) bool) error {
+	list, err := e.cli.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", label)})
 	if err != nil {
-		return fmt.Errorf("volume list %s: %w", LabelInstance, err)
+		return fmt.Errorf("volume list %s: %w", label, err)
 	}
 	var errs []error
 	for _, v := range list.Items {
-		inst := v.Labels[LabelInstance]
-		if inst == e.instance || !dead(inst, host) {
+		if !pick(v.Labels[LabelInstance]) {
 			continue
 		}
 		_, err := e.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})

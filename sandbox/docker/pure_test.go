@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -34,60 +33,6 @@ func TestExitFromStatus(t *testing.T) {
 		x := exitFromStatus(tt.code, tt.oom)
 		if x.Code != tt.code || x.Signal != tt.wantSignal || x.OOMKilled != tt.oom {
 			t.Errorf("exitFromStatus(%d, %v): got %+v, want code %d signal %q", tt.code, tt.oom, x, tt.code, tt.wantSignal)
-		}
-	}
-}
-
-func TestParseInstance(t *testing.T) {
-	tests := []struct {
-		id     string
-		want   instance
-		wantOK bool
-	}{
-		{"vm-12-345", instance{"vm", 12, 345}, true},
-		{"my-laptop.local-99-0", instance{"my-laptop.local", 99, 0}, true},
-		{formatInstance("a-b-c", 7, 8), instance{"a-b-c", 7, 8}, true},
-		{"garbage", instance{}, false},
-		{"host-x-1", instance{}, false},
-		{"host-1-x", instance{}, false},
-		{"-1-2", instance{}, false},
-		{"host-0-2", instance{}, false},
-	}
-	for _, tt := range tests {
-		got, ok := parseInstance(tt.id)
-		if ok != tt.wantOK || got != tt.want {
-			t.Errorf("parseInstance(%q): got %+v %v, want %+v %v", tt.id, got, ok, tt.want, tt.wantOK)
-		}
-	}
-}
-
-func TestInstanceLiveness(t *testing.T) {
-	switch runtime.GOOS {
-	case "linux", "darwin", "windows":
-	default:
-		t.Skipf("!!! SKIPPED: sandbox/proc knows no start times on %s", runtime.GOOS)
-	}
-	host, _ := os.Hostname()
-	self := InstanceID()
-	in, ok := parseInstance(self)
-	if !ok || in.pid != os.Getpid() || in.start == 0 || in.host != host {
-		t.Fatalf("InstanceID: got %q, want <hostname>-<pid>-<start ticks>", self)
-	}
-	tests := []struct {
-		name     string
-		id       string
-		wantDead bool
-	}{
-		{"this process", self, false},
-		{"same pid, other start time (pid reused)", formatInstance(host, in.pid, in.start+1), true},
-		{"no such pid", formatInstance(host, 99999999, 5), true},
-		{"other host", formatInstance(host+"x", 99999999, 5), false},
-		{"unknown start time", formatInstance(host, 99999999, 0), false},
-		{"unparsable", "nonsense", false},
-	}
-	for _, tt := range tests {
-		if got := dead(tt.id, host); got != tt.wantDead {
-			t.Errorf("%s: dead(%q) = %v, want %v", tt.name, tt.id, got, tt.wantDead)
 		}
 	}
 }

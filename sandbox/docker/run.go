@@ -54,6 +54,11 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if err != nil {
 		return sandbox.Exit{}, fmt.Errorf("docker run %s: %w", spec.Path, err)
 	}
+	if e.track != nil {
+		// Tracked before the create: a server that dies while the engine creates the
+		// container still has its lifeline remove it.
+		defer e.track(runID)()
+	}
 	opts, err := e.createOptions(spec, runID, nil)
 	if err != nil {
 		le := &sandbox.LaunchError{Op: "docker spec", Err: err}

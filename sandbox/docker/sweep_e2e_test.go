@@ -34,11 +34,11 @@ func TestSweep(t *testing.T) {
 		instance string
 		wantGone bool
 	}{
-		{"dead pid on this host", formatInstance(host, 99999999, 12345), true},
-		{"reused pid (start time differs)", formatInstance(host, live, liveStart+1), true},
+		{"dead pid on this host", proc.Instance{Host: host, PID: 99999999, Start: 12345}.String(), true},
+		{"reused pid (start time differs)", proc.Instance{Host: host, PID: live, Start: liveStart + 1}.String(), true},
 		{"this instance", e.Instance(), false},
-		{"live other instance (the parent)", formatInstance(host, live, liveStart), false},
-		{"other host", formatInstance("elsewhere", 99999999, 12345), false},
+		{"live other instance (the parent)", proc.Instance{Host: host, PID: live, Start: liveStart}.String(), false},
+		{"other host", proc.Instance{Host: "elsewhere", PID: 99999999, Start: 12345}.String(), false},
 		{"unparsable", "garbage", false},
 	}
 	ids := make([]string, len(tests))

@@ -56,6 +56,20 @@ func (g *pgroup) kill() {
 
 func (g *pgroup) close() {}
 
+func (g *pgroup) id() int { return g.pgid }
+
+// KillGroup sends SIGKILL to process group pgid (never to ours, never to a pid <= 1). The
+// lifeline's watchdog calls it for the runs of a server that died.
+func KillGroup(pgid int) error {
+	if pgid <= 1 || pgid == unix.Getpgrp() {
+		return fmt.Errorf("kill process group %d: refused", pgid)
+	}
+	if err := unix.Kill(-pgid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill process group %d: %w", pgid, err)
+	}
+	return nil
+}
+
 func (g *pgroup) exit(ps *os.ProcessState) sandbox.Exit {
 	if ps == nil {
 		return sandbox.Exit{Code: -1}
@@ -73,3 +87,14 @@ func (g *pgroup) exit(ps *os.ProcessState) sandbox.Exit {
 
 // isBadFormat reports an exec format error (a file the kernel cannot run).
 func isBadFormat(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
+
+// killTree sends SIGKILL to pid's process group (unless it is ours) and to pid itself.
+func killTree(pid int) error {
+	if pgid, err := unix.Getpgid(pid); err == nil && pgid > 1 && pgid != unix.Getpgrp() {
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+	}
+	if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill %d: %w", pid, err)
+	}
+	return nil
+}

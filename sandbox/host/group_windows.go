@@ -152,3 +152,13 @@ func (g *jobGroup) exit(ps *os.ProcessState) sandbox.Exit {
 
 // isBadFormat reports a file Windows cannot run as a program.
 func isBadFormat(err error) bool { return errors.Is(err, windows.ERROR_BAD_EXE_FORMAT) }
+
+// id is 0: the Job Object (KILL_ON_JOB_CLOSE, its only handle held by this process) already ends
+// the whole tree when the server dies, so nothing is tracked for the lifeline.
+func (g *jobGroup) id() int { return 0 }
+
+// KillGroup does nothing on Windows: there are no process groups to track (see id).
+func KillGroup(int) error { return nil }
+
+// killTree is never reached on Windows (SweepOrphans finds no environments there).
+func killTree(int) error { return nil }

@@ -33,7 +33,13 @@ import (
 
 // Executor runs specs as child processes of this process. The zero value is ready to use; it
 // holds no state, so one Executor is safe for any number of concurrent Run calls.
-type Executor struct{}
+type Executor struct {
+	// Track, when set, is told the process group of every run right after it started and is
+	// untracked once nothing of the group is left (sandbox/lifeline: a watchdog kills the groups
+	// still tracked when the server dies). Not called on Windows, where the Job Object of each
+	// run already dies with the server.
+	Track func(pgid int) (untrack func())
+}
 
 // New returns a host executor.
 func New() *Executor { return &Executor{} }
@@ -111,6 +117,9 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		return sandbox.Exit{}, fmt.Errorf("start %s: %w", spec.Path, err)
 	}
 	defer g.close()
+	if id := g.id(); id > 0 && e.Track != nil {
+		defer e.Track(id)() // deferred calls run after the group was killed below
+	}
 
 	out := startStreams(spec.Stdout, spec.Stderr, outR, errR)
 	defer out.close()
@@ -164,6 +173,8 @@ type group interface {
 	// exit turns the reaped state into an Exit (Code, Signal).
 	exit(*os.ProcessState) sandbox.Exit
 	close()
+	// id is the process group id to track for the lifeline; 0 where a Job Object does the job.
+	id() int
 }
 
 // waitOrStop waits for the main process to exit. When ctx ends first it stops the group: the

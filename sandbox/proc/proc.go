@@ -15,22 +15,14 @@ var ErrUnsupported = errors.New("process start time: not supported on this platf
 
 // StartTime is the start time of process pid in a platform-specific unit (clock ticks since
 // boot on Linux, microseconds since the epoch on macOS, 100 ns units since 1601 on Windows). It
-// is never 0 for a real process. The error wraps os.ErrNotExist when no such process exists.
+// is never 0 for a real process. The error wraps os.ErrNotExist when no such process exists or
+// it is a zombie (exited, waiting for its parent to reap it: it runs no more).
 // Compare values only with values from the same machine.
 func StartTime(pid int) (uint64, error) {
 	if pid <= 0 {
 		return 0, os.ErrNotExist
 	}
 	return startTime(pid)
-}
-
-// Self is the start time of this process, or 0 where it is unknown.
-func Self() uint64 {
-	t, err := StartTime(os.Getpid())
-	if err != nil {
-		return 0
-	}
-	return t
 }
 
 // Gone reports whether the process pid that started at start provably no longer runs: no such

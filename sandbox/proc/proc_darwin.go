@@ -21,6 +21,9 @@ func startTime(pid int) (uint64, error) {
 		}
 		return 0, fmt.Errorf("sysctl kern.proc.pid.%d: %w", pid, err)
 	}
+	if kp.Proc.P_stat == 5 { // SZOMB: exited, not yet reaped
+		return 0, os.ErrNotExist
+	}
 	tv := kp.Proc.P_starttime
 	return uint64(tv.Sec)*1_000_000 + uint64(tv.Usec), nil
 }

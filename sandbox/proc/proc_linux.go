@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"errors"
 	"os"
 	"strconv"
 )
@@ -10,5 +11,9 @@ func startTime(pid int) (uint64, error) {
 	if err != nil {
 		return 0, err // a vanished process is fs.ErrNotExist
 	}
-	return parseStatStart(b)
+	t, err := parseStatStart(b)
+	if errors.Is(err, errZombie) {
+		return 0, os.ErrNotExist // exited, not yet reaped by its parent: it runs no more
+	}
+	return t, err
 }

@@ -1,0 +1,55 @@
+package mcpserver
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// TestWireBookkeeping: what the wire writes, withholds and drops, line by line, for one request
+// the client cancels and one it does not ("1" and 1 are different ids).
+func TestWireBookkeeping(t *testing.T) {
+	var out bytes.Buffer
+	stopped := false
+	w := newWire(&out, slog.New(slog.NewTextHandler(io.Discard, nil)), func() bool { return stopped })
+	w.observe([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"a"}}}` + "\n"))
+	w.observe([]byte(`{"jsonrpc":"2.0","id":"1","method":"tools/call","params":{"_meta":{"progressToken":7}}}` + "\n"))
+	if !w.progress("a", 1, "first") || !w.progress(float64(7), 1, "other") {
+		t.Fatal("progress for requests in flight was not queued")
+	}
+	w.observe([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"r"}}` + "\n"))
+	if w.progress("a", 2, "after cancel") {
+		t.Error("progress queued for a cancelled request")
+	}
+	if !w.cancelled(float64(1)) || w.cancelled("1") {
+		t.Errorf("cancelled(1)=%v cancelled(\"1\")=%v, want true false", w.cancelled(float64(1)), w.cancelled("1"))
+	}
+	// mcp-go may write a message in pieces; the wire waits for the newline.
+	for _, chunk := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n", `{"jsonrpc":"2.0",`, `"id":"1","result":{}}` + "\n"} {
+		if _, err := w.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.progress(float64(7), 2, "after its response") {
+		t.Error("progress queued after the response to its request")
+	}
+	stopped = true
+	w.observe([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call"}` + "\n"))
+	if _, err := w.Write([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.close()
+	want := strings.Join([]string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"message":"first","progress":1,"progressToken":"a"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"message":"other","progress":1,"progressToken":7}}`,
+		`{"jsonrpc":"2.0","id":"1","result":{}}`,
+	}, "\n") + "\n"
+	if out.String() != want {
+		t.Errorf("wire:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if _, err := w.Write([]byte("{}\n")); err == nil {
+		t.Error("Write after close succeeded")
+	}
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/host"
+	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
+)
+
+// watchdogCommand is the internal `cline-mcp watchdog` command the server starts once (see
+// sandbox/lifeline): it waits for the server's lifeline to close, then ends the Cline process
+// groups and containers still running for that server and removes its private directories.
+const watchdogCommand = "watchdog"
+
+// watchdog runs `cline-mcp watchdog --instance ID -- <the server's flags>`. The server's flags
+// give it the same Docker settings; it writes only to stderr.
+func watchdog(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cline-mcp watchdog", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	instance := fs.String("instance", "", "instance id of the server whose leftovers to end")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg := &config{}
+	sfs := newFlags(stderr)
+	cfg.register(sfs)
+	if err := sfs.Parse(fs.Args()); err != nil || *instance == "" {
+		fmt.Fprintln(stderr, "cline-mcp watchdog: want --instance ID -- <server flags>")
+		return 2
+	}
+	log, closeLog, err := cfg.logger(stderr)
+	if err != nil {
+		return 2
+	}
+	defer closeLog()
+	log = log.With("component", "watchdog", "instance", *instance)
+	// Only the lifeline may end this process: not a Ctrl-C or a SIGTERM meant for the server.
+	signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+
+	left := lifeline.Watch(os.NewFile(lifeline.FD, "lifeline"))
+	if len(left) == 0 {
+		return 0 // an orderly shutdown: the server cleaned up after itself
+	}
+	reap(left, log, func(ctx context.Context) (int, error) {
+		ex, err := newDocker(cfg, docker.WithInstanceID(*instance))
+		if err != nil {
+			return 0, err
+		}
+		defer ex.Close()
+		return ex.RemoveOwn(ctx)
+	})
+	return 0
+}
+
+// reap ends what a dead server left running: process groups first (a run keeps spending tokens
+// and editing files), then containers, then private directories (settings copies hold keys).
+func reap(left map[string][]string, log *slog.Logger, removeContainers func(context.Context) (int, error)) {
+	var killed []int
+	for _, g := range left[lifeline.Group] {
+		pgid, err := strconv.Atoi(g)
+		if err == nil {
+			err = host.KillGroup(pgid)
+		}
+		if err != nil {
+			log.Warn("kill process group", "pgid", g, "err", err)
+			continue
+		}
+		killed = append(killed, pgid)
+	}
+	containers := 0
+	if len(left[lifeline.Container]) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		n, err := removeContainers(ctx)
+		cancel()
+		if err != nil {
+			log.Warn("remove containers", "err", err)
+		}
+		containers = n
+	}
+	for _, d := range left[lifeline.Dir] {
+		if err := os.RemoveAll(d); err != nil {
+			log.Warn("remove private dir", "path", d, "err", err)
+		}
+	}
+	log.Info("the server is gone; ended what it left running",
+		"processGroups", killed, "containers", containers, "dirs", len(left[lifeline.Dir]))
+}
+
+// watchdogEnvMark is set in the watchdog's environment; a server that finds it will not start
+// a watchdog of its own, so a misdirected re-exec can never recurse.
+const watchdogEnvMark = "CLINE_MCP_WATCHDOG=1"
+
+// watchdogEnv is the watchdog's environment: enough to find the Docker engine and a temp dir,
+// none of the server's secrets (API keys, tokens).
+func watchdogEnv(env []string) []string {
+	out := []string{watchdogEnvMark}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "HOME", k == "USER", k == "LOGNAME", k == "TMPDIR", k == "XDG_RUNTIME_DIR",
+			k == "SSH_AUTH_SOCK", strings.HasPrefix(k, "DOCKER_"):
+			out = append(out, kv)
+		}
+	}
+	return out
+}

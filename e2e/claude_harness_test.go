@@ -1,0 +1,277 @@
+//go:build e2e && linux
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/netns"
+	"github.com/cline-mcp/cline-mcp/internal/npmcache"
+)
+
+// claudeCodeVersion is the Claude Code release the suite runs (npm @anthropic-ai/claude-code).
+// .ci/run reads it from here to install the same release.
+const claudeCodeVersion = "2.1.197"
+
+// envClaudeCode names a claude binary to use instead of the cached npm install.
+const envClaudeCode = "CLINE_MCP_CLAUDE_CODE"
+
+var claudeInstall struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// claudeCode returns the pinned Claude Code binary, installing it on first use. Without it (no
+// npm, no registry, no network namespaces) the test is skipped loudly, and fails under CI=true.
+func claudeCode(t *testing.T) string {
+	t.Helper()
+	claudeInstall.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		claudeInstall.bin, claudeInstall.err = installClaudeCode(ctx)
+		if claudeInstall.err == nil {
+			claudeInstall.err = netns.Run(func() error { return nil })
+		}
+	})
+	if claudeInstall.err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but Claude Code %s cannot run here: %v", claudeCodeVersion, claudeInstall.err)
+		}
+		t.Skipf("!!! SKIPPED: Claude Code %s cannot run here: %v", claudeCodeVersion, claudeInstall.err)
+	}
+	return claudeInstall.bin
+}
+
+// installClaudeCode finds the native binary npm installed into
+// ${XDG_CACHE_HOME:-$HOME/.cache}/cline-mcp/claude-code-<version> (never inside the repository),
+// installing it there when missing.
+func installClaudeCode(ctx context.Context) (string, error) {
+	if bin := os.Getenv(envClaudeCode); bin != "" {
+		return bin, checkClaudeVersion(ctx, bin)
+	}
+	dir, err := npmcache.Dir("claude-code-" + claudeCodeVersion)
+	if err != nil {
+		return "", err
+	}
+	return npmcache.Install(ctx, dir, "@anthropic-ai/claude-code@"+claudeCodeVersion, []string{"DISABLE_AUTOUPDATER=1"}, claudeBinary)
+}
+
+// claudeBinary is the native claude of the platform package npm chose
+// (node_modules/@anthropic-ai/claude-code-<os>-<arch>[-musl]/claude), checked with --version:
+// it works whether or not npm ran the wrapper package's postinstall.
+func claudeBinary(ctx context.Context, prefix string) (string, error) {
+	m, _ := filepath.Glob(filepath.Join(prefix, "node_modules", "@anthropic-ai", "claude-code-*", "claude"))
+	if len(m) != 1 {
+		return "", fmt.Errorf("want one platform binary under %s, found %v", prefix, m)
+	}
+	return m[0], checkClaudeVersion(ctx, m[0])
+}
+
+func checkClaudeVersion(ctx context.Context, bin string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Env = append(os.Environ(), "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("%s --version: %w", bin, err)
+	}
+	if v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " "); v != claudeCodeVersion {
+		return fmt.Errorf("%s is Claude Code %q, want %s", bin, strings.TrimSpace(string(out)), claudeCodeVersion)
+	}
+	return nil
+}
+
+// claudeWorld is a world (HOME, work dir, fake Cline record) whose server is started by Claude
+// Code, not by the test.
+type claudeWorld struct {
+	*world
+	bin        string
+	serverArgs []string
+	serverEnv  []string
+	serverLog  string
+}
+
+func newClaudeWorld(t *testing.T, o worldOpts) *claudeWorld {
+	t.Helper()
+	bin := claudeCode(t)
+	w, args, environ := prepareWorld(t, host, o)
+	c := &claudeWorld{world: w, bin: bin, serverEnv: environ, serverLog: filepath.Join(w.root, "server.log")}
+	c.serverArgs = append(args, "--log-file", c.serverLog)
+	t.Cleanup(func() {
+		if left := w.leaks(); left != "" {
+			t.Errorf("leak after Claude Code exited: %s", left)
+		}
+	})
+	return c
+}
+
+// claudeRun is what one `claude -p` session left behind.
+type claudeRun struct {
+	api    *fakeAnthropic
+	events []map[string]any // --output-format stream-json lines
+	debug  string           // --debug-file
+	stderr string
+	err    error // of the claude process
+
+	interrupted bool // SIGINT was sent (runOpts.interruptWhen)
+}
+
+// runOpts are the knobs of one session.
+type runOpts struct {
+	calls    []toolUse
+	truncate bool     // make Claude Code fall back to non-streaming requests
+	env      []string // extra environment for Claude Code (MCP_TOOL_TIMEOUT=…)
+	// interruptWhen, when set, is polled while Claude Code runs; once true, Claude Code gets
+	// SIGINT (a user's Ctrl-C).
+	interruptWhen func() bool
+}
+
+// run starts Claude Code headless in a private network namespace, with the fake Anthropic API
+// on that namespace's loopback and cline-mcp (driving the fake Cline) as its only MCP server,
+// and waits for it to exit.
+func (c *claudeWorld) run(o runOpts) *claudeRun {
+	t := c.t
+	t.Helper()
+	cfg := filepath.Join(c.root, fmt.Sprintf("mcp-%s.json", randHex(4)))
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"cline": map[string]any{
+		"type": "stdio", "command": bins.ClineMCP, "args": c.serverArgs, "env": envMap(c.serverEnv)}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	debug := filepath.Join(c.root, fmt.Sprintf("claude-debug-%s.log", randHex(4)))
+	argv := []string{"-p", "Use the cline tools as instructed.",
+		"--mcp-config", cfg, "--strict-mcp-config",
+		"--allowedTools", "mcp__cline__ask_cline,mcp__cline__apply_cline_edits,mcp__cline__ask_cline_workspace",
+		"--output-format", "stream-json", "--verbose", "--debug-file", debug, "--no-session-persistence"}
+	env := append(append([]string{}, c.serverEnv...),
+		"ANTHROPIC_API_KEY=sk-ant-e2e-"+randHex(12),
+		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
+		"DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1")
+	env = append(env, o.env...)
+	r := &claudeRun{}
+	var stdout, stderr bytes.Buffer
+	err := netns.Run(func() error {
+		api, err := startFakeAnthropic(o.calls, o.truncate)
+		if err != nil {
+			return err
+		}
+		defer api.Close()
+		r.api = api
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, c.bin, argv...)
+		cmd.Dir, cmd.Env = c.work, append(env, "ANTHROPIC_BASE_URL="+api.URL())
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil { // on this thread: the process lives in the namespace
+			return err
+		}
+		exited := make(chan struct{})
+		interrupter := make(chan bool, 1)
+		if o.interruptWhen != nil {
+			go func() { // until the condition holds or Claude Code exits on its own
+				for !o.interruptWhen() {
+					select {
+					case <-exited:
+						interrupter <- false
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+				interrupter <- cmd.Process.Signal(os.Interrupt) == nil
+			}()
+		} else {
+			interrupter <- false
+		}
+		r.err = cmd.Wait()
+		close(exited)
+		r.interrupted = <-interrupter
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("private network namespace: %v", err)
+	}
+	r.stderr = stderr.String()
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev map[string]any
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			r.events = append(r.events, ev)
+		}
+	}
+	d, _ := os.ReadFile(debug)
+	r.debug = string(d)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("claude stderr:\n%s\nclaude debug log (tail):\n%s\nserver log (tail):\n%s", tail(r.stderr, 2000), tail(r.debug, 6000), tail(c.log(), 4000))
+		}
+	})
+	return r
+}
+
+// log is the server's log so far.
+func (c *claudeWorld) log() string {
+	b, _ := os.ReadFile(c.serverLog)
+	return string(b)
+}
+
+// protocolFaults are debug-log lines in which Claude Code reports a fault of the MCP session
+// with our server (the TypeScript SDK's own messages and Claude Code's transport verdicts).
+var protocolFaults = regexp.MustCompile(`(?m)^.*(Received a progress notification for an unknown token|Received a response for an unknown message ID|MCP server "cline": .*(connection dropped|Connection error|closed after .*with errors|Ignoring non-JSON line|failed to|Failed to)).*$`)
+
+// wantClean asserts a session a user would call healthy: claude exited 0 with a result, and its
+// debug log has no MCP protocol fault.
+func (r *claudeRun) wantClean(t *testing.T) {
+	t.Helper()
+	if r.err != nil {
+		t.Errorf("claude exited with %v", r.err)
+	}
+	if res := r.result(); res == nil || res["is_error"] == true {
+		t.Errorf("no successful result event: %v", res)
+	}
+	r.wantNoFaults(t)
+}
+
+// wantNoFaults asserts the server connected and Claude Code's debug log has no MCP protocol fault.
+func (r *claudeRun) wantNoFaults(t *testing.T) {
+	t.Helper()
+	if faults := protocolFaults.FindAllString(r.debug, 10); len(faults) > 0 {
+		t.Errorf("Claude Code's debug log reports MCP protocol faults:\n%s", strings.Join(faults, "\n"))
+	}
+	if !strings.Contains(r.debug, `MCP server "cline": Successfully connected`) {
+		t.Errorf("the debug log does not show the server connecting; is --debug-file still honoured?")
+	}
+}
+
+// result is the final stream-json event.
+func (r *claudeRun) result() map[string]any {
+	for i := len(r.events) - 1; i >= 0; i-- {
+		if r.events[i]["type"] == "result" {
+			return r.events[i]
+		}
+	}
+	return nil
+}
+
+// toolResults are the tool_result blocks of the model's last request: what the model read.
+func (r *claudeRun) toolResults() []block {
+	reqs := r.api.Requests()
+	if len(reqs) == 0 {
+		return nil
+	}
+	return reqs[len(reqs)-1].toolResults()
+}
