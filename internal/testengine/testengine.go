@@ -47,11 +47,15 @@ type Engine struct {
 	ifaces []string
 }
 
+// interfaceNames are the host's lasting network interfaces: not the veth pairs containers of
+// other engines create and delete all the time.
 func interfaceNames() []string {
 	list, _ := net.Interfaces()
 	names := make([]string, 0, len(list))
 	for _, i := range list {
-		names = append(names, i.Name)
+		if !strings.HasPrefix(i.Name, "veth") {
+			names = append(names, i.Name)
+		}
 	}
 	return names
 }
