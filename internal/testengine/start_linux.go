@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +42,7 @@ func StartDockerd(ctx context.Context) (*Engine, error) {
 	if err := Check("dockerd"); err != nil {
 		return nil, err
 	}
+	sweepStale()
 	dir, err := os.MkdirTemp(stateBase, "cme-")
 	if err != nil {
 		return nil, err
@@ -73,6 +76,7 @@ func StartPodman(ctx context.Context) (*Engine, error) {
 	if err := Check("podman"); err != nil {
 		return nil, err
 	}
+	sweepStale()
 	dir, err := os.MkdirTemp(stateBase, "cmp-")
 	if err != nil {
 		return nil, err
@@ -101,13 +105,16 @@ func (e *Engine) start(ctx context.Context, cmd *exec.Cmd) error {
 		return errors.Join(err, os.RemoveAll(e.Dir))
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary that dies (a panic skips every cleanup) takes its engine along;
+	// the engine then stops its containerd itself. sweepStale removes the state left behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	e.ifaces = interfaceNames()
-	if err := cmd.Start(); err != nil {
+	if err := startOnLockedThread(cmd); err != nil {
 		logf.Close()
 		return errors.Join(fmt.Errorf("start %s: %w", e.Name, err), os.RemoveAll(e.Dir))
 	}
 	e.cmd, e.done = cmd, make(chan struct{})
+	_ = os.WriteFile(filepath.Join(e.Dir, "engine.pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
@@ -139,4 +146,46 @@ func (e *Engine) Stop() error {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	e.cmd = nil
 	return errors.Join(e.hostUntouched(), os.RemoveAll(e.Dir))
+}
+
+// sweepStale removes the state directories of private engines whose process is gone (their
+// test binary died before Stop). Directories without a recorded pid are younger than a start
+// and left alone.
+func sweepStale() {
+	for _, pattern := range []string{"cme-*", "cmp-*"} {
+		dirs, _ := filepath.Glob(filepath.Join(stateBase, pattern))
+		for _, d := range dirs {
+			b, err := os.ReadFile(filepath.Join(d, "engine.pid"))
+			if err != nil {
+				continue
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil || pid <= 1 {
+				continue
+			}
+			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+				_ = os.RemoveAll(d)
+			}
+		}
+	}
+}
+
+// starts runs process starts on one OS thread that lives as long as the test binary: Pdeathsig
+// fires when the thread that started the child ends, and Go ends a thread whenever a goroutine
+// locked to it exits (internal/netns does that on purpose), which must not stop an engine.
+var starts = make(chan func())
+
+func init() {
+	go func() {
+		runtime.LockOSThread() // never unlocked, never returns
+		for f := range starts {
+			f()
+		}
+	}()
+}
+
+func startOnLockedThread(cmd *exec.Cmd) error {
+	done := make(chan error, 1)
+	starts <- func() { done <- cmd.Start() }
+	return <-done
 }
