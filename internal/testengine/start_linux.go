@@ -39,16 +39,9 @@ func Check(binary string) error {
 // namespace has a private tmpfs on /tmp and on TMPDIR, so it cannot see the files of the tests.
 // It answers on unix://<Dir>/sock; its containers can only use --network none.
 func StartDockerd(ctx context.Context) (*Engine, error) {
-	if err := Check("dockerd"); err != nil {
-		return nil, err
-	}
-	sweepStale()
-	dir, err := os.MkdirTemp(stateBase, "cme-")
+	dir, err := newState("dockerd", "cme-", "daemon.json", "{}\n")
 	if err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "daemon.json"), []byte("{}\n"), 0o644); err != nil {
-		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	hides := []string{"/tmp"}
 	if tmp, err := filepath.EvalSymlinks(os.TempDir()); err == nil && tmp != "/tmp" && !strings.HasPrefix(tmp, "/tmp/") {
@@ -68,24 +61,16 @@ func StartDockerd(ctx context.Context) (*Engine, error) {
 
 // StartPodman starts `podman system service` with its own storage under Dir, in private mount
 // and network namespaces (it sees the host's files; its storage mounts and any network set-up
-// stay its own), answering the
-// Docker-compatible API on unix://<Dir>/sock. Its containers.conf sets the default ulimits to
+// stay its own), answering the Docker-compatible API on unix://<Dir>/sock. Its containers.conf sets the default ulimits to
 // this process's own: Podman otherwise raises them for root, which a machine without
 // CAP_SYS_RESOURCE (a container or a sandbox VM) refuses.
 func StartPodman(ctx context.Context) (*Engine, error) {
-	if err := Check("podman"); err != nil {
-		return nil, err
-	}
-	sweepStale()
-	dir, err := os.MkdirTemp(stateBase, "cmp-")
-	if err != nil {
-		return nil, err
-	}
 	var nofile syscall.Rlimit
 	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile)
 	conf := fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=4096:4096\"]\n", nofile.Cur, nofile.Max)
-	if err := os.WriteFile(filepath.Join(dir, "containers.conf"), []byte(conf), 0o644); err != nil {
-		return nil, errors.Join(err, os.RemoveAll(dir))
+	dir, err := newState("podman", "cmp-", "containers.conf", conf)
+	if err != nil {
+		return nil, err
 	}
 	e := &Engine{Name: "podman", Host: "unix://" + filepath.Join(dir, "sock"), Dir: dir}
 	// Its own mount namespace: the storage mounts Podman makes go away with it.
@@ -94,6 +79,23 @@ func StartPodman(ctx context.Context) (*Engine, error) {
 		"--tmpdir", filepath.Join(dir, "tmp"), "system", "service", "--time=0", e.Host)
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"))
 	return e, e.start(ctx, cmd)
+}
+
+// newState checks the prerequisites of binary, removes stale engine state and makes a fresh
+// state directory holding the engine's config file.
+func newState(binary, prefix, config, content string) (string, error) {
+	if err := Check(binary); err != nil {
+		return "", err
+	}
+	sweepStale()
+	dir, err := os.MkdirTemp(stateBase, prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, config), []byte(content), 0o644); err != nil {
+		return "", errors.Join(err, os.RemoveAll(dir))
+	}
+	return dir, nil
 }
 
 // start runs cmd as the leader of its own process group with its output in Dir/log, and waits
