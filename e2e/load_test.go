@@ -123,11 +123,12 @@ func TestLoadMixed50(t *testing.T) {
 	}
 }
 
-// withProviders adds one configured provider block per name to a providers.json document.
+// withProviders adds one configured provider block per name to a providers.json document, each
+// signed in with OAuth so its token can be refreshed in a container.
 func withProviders(doc string, names []string) string {
 	var blocks []string
 	for _, n := range names {
-		blocks = append(blocks, fmt.Sprintf(`    %q: {"settings": {"provider": %q, "apiKey": "sk-%s-key", "model": "saved-%s"}, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}`, n, n, n, n))
+		blocks = append(blocks, fmt.Sprintf(`    %q: {"settings": {"provider": %q, "model": "saved-%s", "auth": {"accessToken": "tok-%s-saved", "refreshToken": "rt-%s"}}, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "oauth"}`, n, n, n, n, n))
 	}
 	const anchor = `    "openai-native": {`
 	return strings.Replace(doc, anchor, strings.Join(blocks, ",\n")+",\n"+anchor, 1)

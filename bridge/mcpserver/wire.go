@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -49,6 +50,10 @@ type wire struct {
 	out     io.Writer
 	log     *slog.Logger
 	stopped func() bool
+	// gap is the least time between writing a request's last notification and writing its
+	// response (see progress.Close for why). Enforced here, at the moment of writing, so a
+	// writer delayed by load cannot put the two into one read on the client.
+	gap time.Duration
 
 	mu       sync.Mutex
 	cond     *sync.Cond // signals the writer: queue grew or closed
@@ -68,18 +73,20 @@ type wire struct {
 type outgoing struct {
 	line    []byte
 	written chan error
+	req     *request // the request a notification is for or a response answers; may be nil
 }
 
 // request is what the wire knows about one request from the client.
 type request struct {
-	id        string // key of its JSON-RPC id
-	rawID     string // as the client sent it, for the log
-	token     string // key of its progress token; "" when it has none
-	cancelled bool   // notifications/cancelled arrived for it
+	id        string    // key of its JSON-RPC id
+	rawID     string    // as the client sent it, for the log
+	token     string    // key of its progress token; "" when it has none
+	cancelled bool      // notifications/cancelled arrived for it
+	lastNote  time.Time // when its last notification was written (set by the writer)
 }
 
-func newWire(out io.Writer, log *slog.Logger, stopped func() bool) *wire {
-	w := &wire{out: out, log: log, stopped: stopped, requests: map[string]*request{}, tokens: map[string]*request{}, done: make(chan struct{})}
+func newWire(out io.Writer, log *slog.Logger, stopped func() bool, gap time.Duration) *wire {
+	w := &wire{out: out, log: log, stopped: stopped, gap: gap, requests: map[string]*request{}, tokens: map[string]*request{}, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -103,10 +110,21 @@ func (w *wire) run() {
 		if o.written == nil {
 			w.notes--
 		}
+		var wait time.Duration
+		if o.written != nil && o.req != nil && !o.req.lastNote.IsZero() {
+			wait = w.gap - time.Since(o.req.lastNote)
+		}
 		w.mu.Unlock()
+		if wait > 0 {
+			time.Sleep(wait) // only this request's response waits; at most gap
+		}
 		_, err := w.out.Write(o.line)
 		if o.written != nil {
 			o.written <- err
+		} else if o.req != nil {
+			w.mu.Lock()
+			o.req.lastNote = time.Now()
+			w.mu.Unlock()
 		}
 	}
 }
@@ -150,11 +168,12 @@ func (w *wire) Write(p []byte) (int, error) {
 		}
 		line := append([]byte(nil), w.partial[:i+1]...)
 		w.partial = append(w.partial[:0], w.partial[i+1:]...)
-		if !w.admitLocked(line) {
+		r, ok := w.admitLocked(line)
+		if !ok {
 			continue
 		}
 		ch := make(chan error, 1)
-		w.pushLocked(outgoing{line: line, written: ch})
+		w.pushLocked(outgoing{line: line, written: ch, req: r})
 		waits = append(waits, ch)
 	}
 	w.mu.Unlock()
@@ -167,22 +186,23 @@ func (w *wire) Write(p []byte) (int, error) {
 }
 
 // admitLocked retires the request a response answers and reports whether the line may be
-// written: false for the response to a request the client cancelled.
-func (w *wire) admitLocked(line []byte) bool {
+// written: false for the response to a request the client cancelled. It returns the request the
+// line answers (nil for anything else).
+func (w *wire) admitLocked(line []byte) (*request, bool) {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
 	if json.Unmarshal(line, &m) != nil || m.Method != "" {
-		return true // a notification or a request of the server's own: not an answer
+		return nil, true // a notification or a request of the server's own: not an answer
 	}
 	key, ok := rawKey(m.ID)
 	if !ok {
-		return true
+		return nil, true
 	}
 	r := w.requests[key]
 	if r == nil {
-		return true
+		return nil, true
 	}
 	w.retireLocked(r)
 	switch {
@@ -191,10 +211,10 @@ func (w *wire) admitLocked(line []byte) bool {
 	case w.stopped():
 		w.log.Info("response withheld: the server is stopping on a signal", "id", r.rawID)
 	default:
-		return true
+		return r, true
 	}
 	w.withheld++
-	return false
+	return r, false
 }
 
 func (w *wire) retireLocked(r *request) {
@@ -235,7 +255,7 @@ func (w *wire) progress(token mcp.ProgressToken, n int, msg string) bool {
 		return false
 	}
 	w.sent++
-	w.pushLocked(outgoing{line: append(line, '\n')})
+	w.pushLocked(outgoing{line: append(line, '\n'), req: w.tokens[key]})
 	return true
 }
 

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"testing"
 	"unicode/utf8"
 )
@@ -19,6 +20,15 @@ func FuzzRedact(f *testing.F) {
 	f.Add("Bearer Bearer sk-aaaaaa1 KEY=KEY=v\xff\xfe", 4)
 	r := New(corpusLiterals)
 	f.Fuzz(func(t *testing.T, in string, split int) {
+		if got, want := appendValidUTF8(nil, []byte(in)), bytes.ToValidUTF8([]byte(in), []byte("\uFFFD")); !bytes.Equal(got, want) {
+			t.Fatalf("appendValidUTF8(%q) = %q, want %q", in, got, want)
+		}
+		for _, redact := range []func(string) string{r.String, r.Text} {
+			once := redact(in)
+			if twice := redact(once); twice != once {
+				t.Fatalf("not idempotent:\nin     %q\nonce   %q\ntwice  %q", in, once, twice)
+			}
+		}
 		once := r.String(in)
 		if twice := r.String(once); twice != once {
 			t.Fatalf("not idempotent:\nin     %q\nonce   %q\ntwice  %q", in, once, twice)

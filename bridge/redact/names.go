@@ -34,7 +34,7 @@ var notKeys = []string{"DONKEY", "HOCKEY", "HOTKEY", "JOCKEY", "MONKEY", "TURKEY
 // secret while monkey, KEYBOARD_LAYOUT, inputTokens, TOKENIZERS_PARALLELISM,
 // tokenSource and SSH_AUTH_SOCK are not.
 func secretName(name []byte) bool {
-	if len(name) == 0 || len(name) > maxNameLen {
+	if len(name) == 0 || len(name) > maxNameLen || !mayNameSecret(name) {
 		return false
 	}
 	var words [24][]byte
@@ -81,6 +81,11 @@ func secretName(name []byte) bool {
 		return false
 	}
 	for _, w := range words[:n] {
+		if eqFold(w, "PUBLIC") || eqFold(w, "PUB") || eqFold(w, "PUBKEY") {
+			return false // a public key is not a secret
+		}
+	}
+	for _, w := range words[:n] {
 		switch {
 		case containsFold(w, "SECRET"), containsFold(w, "PASSWORD"), containsFold(w, "PASSWD"),
 			containsFold(w, "PASSPHRASE"), containsFold(w, "CREDENTIAL"):
@@ -95,6 +100,34 @@ func secretName(name []byte) bool {
 		return true
 	}
 	return n > 1 && eqFold(last, "PASS")
+}
+
+// nameNeedles are the parts one of which every secret name contains
+// (case-insensitive): SECRET, PASSWORD, PASSWD, PASSPHRASE, PASS,
+// CREDENTIAL, TOKEN, AUTH(ORIZATION), *KEY.
+var nameNeedles = [...]string{"SECRET", "PASS", "CREDENTIAL", "TOKEN", "AUTH", "KEY"}
+
+// needleFirst maps the upper-case first letter of each needle to it.
+var needleFirst = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for k, n := range nameNeedles {
+		t[n[0]] = int8(k)
+		t[n[0]-'A'+'a'] = int8(k)
+	}
+	return t
+}()
+
+// mayNameSecret is the cheap test secretName starts with: most names
+// (type, text, id, ...) contain no needle at all.
+func mayNameSecret(name []byte) bool {
+	for k := 0; k+3 <= len(name); k++ {
+		if x := needleFirst[name[k]]; x >= 0 && hasPrefixFold(name[k:], nameNeedles[x]) {
+			return true
+		}
+	}
+	return false
 }
 
 // authName reports whether values of name carry an auth scheme word

@@ -1,17 +1,26 @@
 // Package redact owns secret redaction for everything the bridge shows a
-// client: the Cline CLI's stdout/stderr tails, extracted error messages and
-// summaries.
+// client, at two levels of one engine.
 //
-// A Redactor finds secrets by shape (sk-..., nvapi-..., ghp_..., AKIA...,
-// JWTs, "Bearer <token>"), by name (JSON keys such as "apiKey" even when the
-// JSON is escaped inside another JSON string, KEY=value and header-style
-// definitions, URL passwords, PEM private keys) and by value (literals the
-// caller knows, e.g. from providers.json and the child's environment), and
-// replaces each with Marker.
+// Precise (Redactor.Text) is for content the user reads: answers, diffs,
+// progress. It removes the literal secret values the caller knows (from
+// providers.json, the server's environment, --docker-env) and credential
+// shapes: provider keys and tokens with documented prefixes (a subset of
+// gitleaks' rules, judged by prefix, character classes, length and
+// entropy), JWTs, PEM private-key bodies, "Bearer"/"Basic" credentials that
+// look generated, and URL passwords that are not placeholders. It never
+// judges by a variable's name, so code that merely mentions a password or
+// token is returned byte for byte.
 //
-// A Tail redacts a stream line by line before keeping its last characters,
-// so a secret that straddles the tail boundary can never leak half of
-// itself, and it holds a bounded amount of memory however long the stream.
+// Diagnostic (Redactor.String, Tail) is for stderr/stdout tails, error
+// messages and logs. On top of Precise it applies the name-based rules:
+// JSON keys such as "apiKey" (even escaped inside another JSON string),
+// KEY=value and header-style definitions, and looser token shapes (test and
+// masked keys such as sk-test-***123).
+//
+// Both replace each secret with Marker. A Tail redacts a stream line by
+// line before keeping its last characters, so a secret that straddles the
+// tail boundary can never leak half of itself, and it holds a bounded
+// amount of memory however long the stream.
 package redact
 
 import (
@@ -20,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Marker replaces every redacted secret.
@@ -44,16 +54,26 @@ type Redactor struct {
 	// beats one bytes.Index pass per literal.
 	pairs  *[1 << 16 / 64]uint64 // bitset of the literals' first two bytes
 	byPair map[uint16][][]byte
+	// sampled is the bitset of the byte pairs at offsets 0..pairStep-1 of
+	// every literal: the search looks up one pair every pairStep bytes and
+	// checks the pairStep starts it may belong to only on a hit.
+	sampled *[1 << 16 / 64]uint64
 }
+
+// pairStep is the stride of the sampled literal search; every literal
+// (minLiteral bytes or more) has a pair at each offset below it.
+const pairStep = minLiteral - 2
 
 // pairSearchMin is the literal count from which the byte-pair search is
 // used (measured on Cline JSONL: at 50 literals it is about 2x faster).
 const pairSearchMin = 8
 
 // New returns a Redactor for the built-in patterns plus literals: secret
-// values to redact verbatim wherever they occur (also in their JSON-escaped
-// form). Blank literals, literals shorter than 6 characters and substrings
-// of Marker are ignored.
+// values to redact verbatim wherever they occur, at every level (also in
+// their JSON-escaped form, and the secret part of a value with a scheme or
+// account prefix when it is printed alone: "xyz..." of "workos:xyz...",
+// "Bearer xyz..."). Blank literals, literals shorter than 6 characters and
+// substrings of Marker are ignored.
 func New(literals []string) *Redactor {
 	seen := map[string]bool{}
 	var lits []string
@@ -66,9 +86,11 @@ func New(literals []string) *Redactor {
 		lits = append(lits, l)
 	}
 	for _, l := range literals {
-		add(l)
-		if q, err := json.Marshal(l); err == nil {
-			add(string(q[1 : len(q)-1])) // as it appears inside a JSON string
+		for _, part := range secretParts(l) {
+			add(part)
+			if q, err := json.Marshal(part); err == nil {
+				add(string(q[1 : len(q)-1])) // as it appears inside a JSON string
+			}
 		}
 	}
 	slices.SortFunc(lits, func(a, b string) int { return len(b) - len(a) })
@@ -78,11 +100,16 @@ func New(literals []string) *Redactor {
 	}
 	if len(lits) >= pairSearchMin {
 		r.pairs = new([1 << 16 / 64]uint64)
+		r.sampled = new([1 << 16 / 64]uint64)
 		r.byPair = map[uint16][][]byte{}
 		for _, l := range r.literals {
 			k := uint16(l[0])<<8 | uint16(l[1])
 			r.pairs[k>>6] |= 1 << (k & 63)
 			r.byPair[k] = append(r.byPair[k], l)
+			for o := range pairStep {
+				k := uint16(l[o])<<8 | uint16(l[o+1])
+				r.sampled[k>>6] |= 1 << (k & 63)
+			}
 		}
 	}
 	return r
@@ -106,41 +133,106 @@ func (r *Redactor) literalSpans(b []byte, sp []span) []span {
 		}
 		return sp
 	}
-	for i := 0; i+1 < len(b); i++ {
-		k := uint16(b[i])<<8 | uint16(b[i+1])
-		if r.pairs[k>>6]&(1<<(k&63)) == 0 {
+	for p := 0; p+1 < len(b); p += pairStep {
+		k := uint16(b[p])<<8 | uint16(b[p+1])
+		if r.sampled[k>>6]&(1<<(k&63)) == 0 {
 			continue
 		}
-		for _, lit := range r.byPair[k] {
-			if bytes.HasPrefix(b[i:], lit) {
-				sp = append(sp, span{i, i + len(lit)})
-				break // longest first; shorter ones here are inside it
+		for i := max(0, p-pairStep+1); i <= p; i++ {
+			k := uint16(b[i])<<8 | uint16(b[i+1])
+			if r.pairs[k>>6]&(1<<(k&63)) == 0 {
+				continue
+			}
+			for _, lit := range r.byPair[k] {
+				if bytes.HasPrefix(b[i:], lit) {
+					sp = append(sp, span{i, i + len(lit)})
+					break // longest first; shorter ones here are inside it
+				}
 			}
 		}
 	}
 	return sp
 }
 
-// String returns s with every secret replaced by Marker. It is idempotent:
+// secretParts returns l and, when l starts with an auth scheme ("Bearer ",
+// "Basic ", "token ") or a name and a colon ("workos:", "user:"), the rest
+// after it, repeatedly.
+func secretParts(l string) []string {
+	parts := []string{l}
+	for {
+		rest := ""
+		if k := strings.IndexByte(l, ' '); k > 0 && inFold([]byte(l[:k]), authSchemes) {
+			rest = strings.TrimLeft(l[k:], " ")
+		} else if k := strings.IndexByte(l, ':'); k > 0 && k <= 32 && !strings.HasPrefix(l[k:], "://") && isName(l[:k]) {
+			rest = l[k+1:]
+		}
+		if rest == "" {
+			return parts
+		}
+		parts = append(parts, rest)
+		l = rest
+	}
+}
+
+// isName reports an identifier-like name starting with a letter.
+func isName(s string) bool {
+	if !isAlpha(s[0]) {
+		return false
+	}
+	for i := range len(s) {
+		if !isNameChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// String returns s redacted at the Diagnostic level: for stderr/stdout
+// tails, error messages, warnings and logs. It is idempotent:
 // String(String(s)) == String(s).
-func (r *Redactor) String(s string) string {
-	out, changed := r.redact([]byte(s))
+func (r *Redactor) String(s string) string { return r.redactString(s, Diagnostic) }
+
+// Text returns s redacted at the Precise level: for answers, diffs and
+// progress. It changes only known literal values and credential shapes and
+// leaves code that names a password, token or key alone. It is idempotent.
+func (r *Redactor) Text(s string) string { return r.redactString(s, Precise) }
+
+func (r *Redactor) redactString(s string, lv Level) string {
+	// The scanner only reads its input, so it may look at s's bytes.
+	out, changed := r.redact(unsafe.Slice(unsafe.StringData(s), len(s)), lv)
 	if !changed {
 		return s
 	}
 	return string(out)
 }
 
-// redact returns b with all secrets replaced, re-scanning the result until
-// nothing changes. It returns b itself and false when nothing was replaced.
-func (r *Redactor) redact(b []byte) (_ []byte, changed bool) {
-	var sp []span
-	for range maxPasses {
-		sp, _ = r.scan(b, sp[:0])
-		if len(sp) == 0 {
+// redact returns b with all secrets of level lv replaced, re-scanning the
+// result until nothing changes. It returns b itself and false when nothing
+// was replaced.
+func (r *Redactor) redact(b []byte, lv Level) (_ []byte, changed bool) {
+	return r.redactWith(b, lv, &scratch{})
+}
+
+// scratch is memory redactWith reuses: spans and two output buffers used
+// in turn by successive passes.
+type scratch struct {
+	spans []span
+	bufs  [2][]byte
+}
+
+// redactWith is redact with scratch memory; the result may live in s.
+func (r *Redactor) redactWith(b []byte, lv Level, s *scratch) (_ []byte, changed bool) {
+	for pass := range maxPasses {
+		s.spans, _ = r.scan(b, s.spans[:0], lv)
+		if len(s.spans) == 0 {
 			return b, changed
 		}
-		b, changed = apply(make([]byte, 0, len(b)), b, sp, 0, len(b), false), true
+		out := &s.bufs[pass%2]
+		if *out == nil {
+			*out = make([]byte, 0, len(b)+len(Marker))
+		}
+		*out = apply((*out)[:0], b, s.spans, 0, len(b), false)
+		b, changed = *out, true
 	}
 	return b, changed
 }

@@ -79,7 +79,7 @@ func TestTailMemoryBounded(t *testing.T) {
 	}
 }
 
-func loadJSONL(b *testing.B) []byte {
+func loadJSONL(b testing.TB) []byte {
 	data, err := os.ReadFile("testdata/denied_tools.stdout.jsonl")
 	if err != nil {
 		b.Fatal(err)
@@ -108,22 +108,50 @@ func benchWrite(b *testing.B, r *Redactor, data []byte, piece int) {
 	}
 }
 
-// BenchmarkTailWrite measures Tail.Write over a real Cline --json stdout
-// recording, fed in 4 KiB pieces like an os/exec pipe.
-func BenchmarkTailWrite(b *testing.B) {
-	data := loadJSONL(b)
-	b.Run("patterns", func(b *testing.B) { benchWrite(b, New(nil), data, 4096) })
-	b.Run("50 literals", func(b *testing.B) { benchWrite(b, New(manyLiterals(50)), data, 4096) })
-	long := bytes.ReplaceAll(bytes.Repeat(data, 64), []byte("\n"), []byte(" "))
-	b.Run("one long line", func(b *testing.B) { benchWrite(b, New(manyLiterals(50)), long, 32<<10) })
+// goSource returns about n bytes of the source corpus (real Go code).
+func goSource(b *testing.B, n int) []byte {
+	c := loadSourceCorpus(b)
+	var out []byte
+	for _, f := range c.files {
+		if len(out) >= n {
+			break
+		}
+		out = append(out, f.data...)
+	}
+	return out
 }
 
-func BenchmarkRedactorString(b *testing.B) {
-	data := string(loadJSONL(b))
-	r := New(manyLiterals(50))
+// BenchmarkTailWrite measures Tail.Write (Diagnostic level) over a real
+// Cline --json stdout recording fed in 4 KiB pieces like an os/exec pipe,
+// and over Go source (a tail of a build log or of a file Cline cats).
+func BenchmarkTailWrite(b *testing.B) {
+	data := loadJSONL(b)
+	b.Run("jsonl/patterns", func(b *testing.B) { benchWrite(b, New(nil), data, 4096) })
+	b.Run("jsonl/50 literals", func(b *testing.B) { benchWrite(b, New(manyLiterals(50)), data, 4096) })
+	long := bytes.ReplaceAll(bytes.Repeat(data, 64), []byte("\n"), []byte(" "))
+	b.Run("one long line", func(b *testing.B) { benchWrite(b, New(manyLiterals(50)), long, 32<<10) })
+	b.Run("go source", func(b *testing.B) { benchWrite(b, New(manyLiterals(50)), goSource(b, 1<<20), 4096) })
+}
+
+func benchString(b *testing.B, redact func(string) string, data string) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = r.String(data)
+		_ = redact(data)
 	}
+}
+
+// BenchmarkText measures the Precise level used for answers and diffs.
+func BenchmarkText(b *testing.B) {
+	r := New(manyLiterals(50))
+	b.Run("go source", func(b *testing.B) { benchString(b, r.Text, string(goSource(b, 1<<20))) })
+	b.Run("jsonl", func(b *testing.B) { benchString(b, r.Text, string(loadJSONL(b))) })
+}
+
+// BenchmarkRedactorString measures the Diagnostic level on whole strings
+// (error messages, warnings).
+func BenchmarkRedactorString(b *testing.B) {
+	r := New(manyLiterals(50))
+	b.Run("jsonl", func(b *testing.B) { benchString(b, r.String, string(loadJSONL(b))) })
+	b.Run("go source", func(b *testing.B) { benchString(b, r.String, string(goSource(b, 1<<20))) })
 }

@@ -29,7 +29,8 @@ const (
 // still being written ("sk-ab", "API_KEY=x") is judged as if it went on.
 var probe = []byte(strings.Repeat("0A", 20))
 
-// Tail is an io.Writer that redacts a stream line by line and keeps the
+// Tail is an io.Writer that redacts a stream line by line at the Diagnostic
+// level (it holds stdout/stderr tails) and keeps the
 // last maxChars runes of the redacted result. Memory is bounded by a small
 // constant (about 64 KiB of pending line plus a few times maxChars) however
 // much is written. Invalid UTF-8 is shown as U+FFFD.
@@ -49,10 +50,14 @@ type Tail struct {
 	carry carry
 	spans []span // scratch
 	buf   []byte // scratch for rendered pieces
+	again scratch
 
-	out      []byte // redacted tail, valid UTF-8, live from outStart
+	// out holds the redacted tail as valid UTF-8 from outStart: at least
+	// the last max runes (4*max bytes always hold them), cut to runes only
+	// when read, so writing never counts runes.
+	out      []byte
 	outStart int
-	outRunes int
+	fix      []byte // scratch for a piece with invalid UTF-8
 }
 
 // carry is what one rendered piece tells the next piece of the same line
@@ -85,6 +90,10 @@ func (t *Tail) Write(p []byte) (int, error) {
 			break
 		}
 		if len(t.pend) == 0 && i <= chunkCap {
+			// All complete lines that fit in one chunk, rendered at once
+			// (no detector reaches across a line end, so this is the same
+			// as one line at a time, only faster).
+			i = bytes.LastIndexByte(p[:min(len(p), chunkCap+1)], '\n')
 			t.endLine(p[:i], 0, true)
 		} else {
 			t.feed(p[:i])
@@ -115,13 +124,12 @@ func (t *Tail) Bytes() int64 { return t.total.Load() }
 func (t *Tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	live := t.out[t.outStart:]
+	live := lastRunes(t.out[t.outStart:], t.max)
 	if len(t.pend) == t.ctx && t.carry.forced == 0 {
 		return string(live)
 	}
 	b := append(bytes.Clone(t.pend), probe...)
-	extra := t.literalPrefix(t.pend)
-	piece, _ := t.render(nil, b, t.ctx, len(t.pend), extra)
+	piece, _ := t.render(nil, b, t.ctx, len(t.pend), t.unfinished(t.pend))
 	piece = validUTF8(piece)
 	n := utf8.RuneCount(piece)
 	if n >= t.max {
@@ -130,20 +138,31 @@ func (t *Tail) String() string {
 	return string(lastRunes(live, t.max-n)) + string(piece)
 }
 
-// literalPrefix returns a span covering the end of b if it is the start of
-// a known literal secret (at least 4 bytes of it), or nil.
-func (t *Tail) literalPrefix(b []byte) []span {
-	if t.r == nil {
-		return nil
-	}
-	for _, lit := range t.r.literals {
-		for k := min(len(lit)-1, len(b)); k >= 4; k-- {
-			if bytes.HasSuffix(b, lit[:k]) {
-				return []span{{len(b) - k, len(b)}}
+// unfinished returns spans that cover what may be a secret still being
+// written at the end of the pending line b, besides what the probe finds:
+// whatever a scan of b as it stands finds (a fixed-length key the probe
+// would lengthen past its rule), the start of a known literal (at least 4
+// bytes of it) and the password of a URL whose '@' has not come yet.
+func (t *Tail) unfinished(b []byte) []span {
+	sp, _ := t.r.scan(b, nil, Diagnostic)
+	if t.r != nil {
+	lits:
+		for _, lit := range t.r.literals {
+			for k := min(len(lit)-1, len(b)); k >= 4; k-- {
+				if bytes.HasSuffix(b, lit[:k]) {
+					sp = append(sp, span{len(b) - k, len(b)})
+					break lits
+				}
 			}
 		}
 	}
-	return nil
+	if k := bytes.LastIndex(b, []byte("://")); k >= 0 {
+		rest := b[k+3:]
+		if c := bytes.IndexByte(rest, ':'); c >= 0 && bytes.IndexAny(rest, "/@ \t\"'") < 0 {
+			sp = append(sp, span{k + 3 + c + 1, len(b)})
+		}
+	}
+	return sp
 }
 
 // feed appends data to the unfinished line, rendering pieces of long lines.
@@ -200,13 +219,13 @@ func (t *Tail) render(dst, b []byte, from, cut int, extra []span) ([]byte, carry
 	inPEM := t.carry.inPEM
 	if inPEM {
 		if y := bytes.Index(b[from:], []byte("-----END")); y >= 0 {
-			sp = append(sp, span{from, from + y})
+			sp = pemLines(b, from, from+y, sp)
 			inPEM = false
 		} else {
-			sp = append(sp, span{from, len(b)})
+			sp = pemLines(b, from, len(b), sp)
 		}
 	}
-	sp, open := t.r.scan(b, sp)
+	sp, open := t.r.scan(b, sp, Diagnostic)
 	t.spans = sp
 	c := carry{inPEM: inPEM || open}
 	for _, x := range sp {
@@ -219,36 +238,69 @@ func (t *Tail) render(dst, b []byte, from, cut int, extra []span) ([]byte, carry
 	dst = apply(dst, b, sp, from, cut, t.carry.markerOpen)
 	if len(sp) > 0 {
 		// Settle what only shows once a neighbour is replaced; see Redactor.redact.
-		if again, changed := t.r.redact(dst[n:]); changed {
+		if again, changed := t.r.redactWith(dst[n:], Diagnostic, &t.again); changed {
 			dst = append(dst[:n], again...)
 		}
 	}
 	return dst, c
 }
 
-// appendOut adds a rendered piece to the tail, dropping runes from the
-// front beyond max.
+// appendOut adds a rendered piece to the tail, dropping bytes from the
+// front beyond the 4*max that always hold the last max runes.
 func (t *Tail) appendOut(piece []byte) {
 	if len(piece) == 0 {
 		return
 	}
-	piece = validUTF8(piece)
-	n := utf8.RuneCount(piece)
-	if n >= t.max {
+	if !utf8.Valid(piece) {
+		t.fix = appendValidUTF8(t.fix[:0], piece)
+		piece = t.fix
+	}
+	keep := 4 * t.max
+	if len(piece) >= keep {
 		t.out = append(t.out[:0], lastRunes(piece, t.max)...)
-		t.outStart, t.outRunes = 0, t.max
+		t.outStart = 0
 		return
 	}
 	t.out = append(t.out, piece...)
-	t.outRunes += n
-	for ; t.outRunes > t.max; t.outRunes-- {
-		_, w := utf8.DecodeRune(t.out[t.outStart:])
-		t.outStart += w
+	if s := len(t.out) - keep; s > t.outStart {
+		for !utf8.RuneStart(t.out[s]) {
+			s++
+		}
+		t.outStart = s
 	}
-	if t.outStart > len(t.out)/2 {
+	if t.outStart > 2*keep {
 		t.out = t.out[:copy(t.out, t.out[t.outStart:])]
 		t.outStart = 0
 	}
+}
+
+// appendValidUTF8 appends b to dst with each invalid byte sequence
+// replaced by U+FFFD, as bytes.ToValidUTF8 does, without allocating
+// beyond dst.
+func appendValidUTF8(dst, b []byte) []byte {
+	invalid := false // previous byte was from an invalid sequence
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			dst = append(dst, c)
+			i++
+			invalid = false
+			continue
+		}
+		_, w := utf8.DecodeRune(b[i:])
+		if w == 1 {
+			if !invalid {
+				dst = append(dst, "\uFFFD"...)
+				invalid = true
+			}
+			i++
+			continue
+		}
+		dst = append(dst, b[i:i+w]...)
+		i += w
+		invalid = false
+	}
+	return dst
 }
 
 // lastRunes returns the suffix of valid UTF-8 b holding its last n runes.

@@ -23,6 +23,11 @@ func settingsOverride(c Call) settings.Override {
 // apply runs apply_cline_edits: evidence before, the run (retried only when the first attempt
 // provably changed nothing), evidence after, then the diff of exactly the run's changes and the
 // commit guard. The user's history is never rewritten; a commit is reported with the undo.
+//
+// Only the "before" evidence discovers the repository (from cwd, before anything ran). Every
+// later look — the retry guard, the evidence after, the diff, the container's mounts — crosses
+// the trust boundary through worktree.Inspect/Compare with that pre-run record, so a nested
+// .git, a rewritten .git/config or a redirected .git file the run left behind is never used.
 func (k *call) apply(ctx context.Context) Result {
 	git := k.r.cfg.Git
 	k.dir = k.Cwd
@@ -34,12 +39,13 @@ func (k *call) apply(ctx context.Context) Result {
 		return k.fail(cline.KindEditsInspectionFailed, "could not record the checkout's state before the run, so Cline was not started: "+err.Error(), false)
 	}
 	k.warnings = append(k.warnings, before.Warnings...)
+	k.repo = &before.Repo
 	k.res.HeadBefore = before.Head
 	guard := func(ctx context.Context, a attempt) string {
 		if a.toolCalls > 0 {
 			return fmt.Sprintf("the first attempt made %d tool call(s), so a retry could repeat edits", a.toolCalls)
 		}
-		now, err := git.Evidence(ctx, k.Cwd)
+		now, err := git.Inspect(ctx, before)
 		if err != nil {
 			return "the checkout could not be inspected after the first attempt: " + err.Error()
 		}
@@ -55,7 +61,7 @@ func (k *call) apply(ctx context.Context) Result {
 	report := &GitReport{HeadBefore: before.Head, RefBefore: before.Ref}
 	res.Git = report
 	res.HeadBefore = before.Head
-	after, err := git.Evidence(ectx, k.Cwd)
+	after, err := git.Inspect(ectx, before)
 	var change worktree.Change
 	if err == nil {
 		change, err = git.Compare(ectx, before, after)

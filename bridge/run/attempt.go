@@ -166,7 +166,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 			a.verdict = cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
 			return a
 		}
-		a.verdict = launchVerdict(err)
+		a.verdict = launchVerdict(err, iso)
 		return a
 	}
 	if exec == nil {
@@ -193,7 +193,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 			a.verdict = cline.Verdict{Kind: cline.KindTimeout,
 				Message: fmt.Sprintf("Cline could not be started within the %d s limit: %v", k.TimeoutSeconds, err)}
 		default:
-			a.verdict = launchVerdict(err)
+			a.verdict = launchVerdict(err, iso)
 		}
 		return a
 	}
@@ -214,6 +214,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 		Stderr:         stderr.Summary(),
 		OOMKilled:      exit.OOMKilled,
 		Analysis:       k.Tool.Analysis(),
+		Allowed:        allowedTools(iso),
 	})
 	if exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
@@ -221,18 +222,29 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	return a
 }
 
-// launchVerdict maps a failure to start. A missing executable that was found a moment ago is the
-// CLI being updated (npm replaces files in place), which is worth one retry.
-func launchVerdict(err error) cline.Verdict {
+// launchVerdict maps a failure to start. On the host, a missing executable that was found a
+// moment ago is the CLI being updated (npm replaces files in place), which is worth one retry.
+// An image never changes under a run: there a missing executable (a wrong --docker-cline, an
+// image without the CLI) is launch_failed with the fix, never retried.
+func launchVerdict(err error, iso sandbox.Isolation) cline.Verdict {
+	updating := cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
 	var le *sandbox.LaunchError
-	if errors.As(err, &le) && le.Missing && le.Op != "image inspect" {
-		return cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
+	if errors.As(err, &le) && le.Missing && le.Op != "image inspect" && iso != sandbox.IsolationDocker {
+		return updating
 	}
 	var nf *notFoundError
 	if errors.As(err, &nf) && nf.updating {
-		return cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
+		return updating
 	}
 	return cline.Verdict{Kind: cline.KindLaunchFailed, Message: err.Error()}
+}
+
+// allowedTools are the mutating tools the run's analysis policy keeps (cline.Outcome.Allowed).
+func allowedTools(iso sandbox.Isolation) []string {
+	if iso == sandbox.IsolationDocker {
+		return cline.DockerAnalysisAllowedTools
+	}
+	return nil
 }
 
 // hostSpec fills the spec for a run on this machine.
@@ -278,15 +290,19 @@ func (k *call) writeGlobalSettings(dst, userPath string, disabled []string) (str
 	return dst, nil
 }
 
-// onEvent turns live stream events into short, redacted progress messages.
+// onEvent turns live stream events into short, redacted progress messages. Text is redacted
+// before it is cut to a snippet, so a cut never leaves half a secret unrecognised: answers at the
+// precise level (like the result's text), error events at the diagnostic level.
 func (k *call) onEvent(n int, ev cline.Event) {
-	msg := ev.Progress()
+	msg := k.red.Text(ev.Progress())
 	switch {
 	case ev.Type == "agent_event" && ev.EventType == "content_end" && ev.ContentType == "text" && ev.Text != "":
-		msg = "answer: " + snippet(ev.Text, 100)
+		msg = "answer: " + snippet(k.red.Text(ev.Text), 100)
+	case ev.Type == "agent_event" && ev.EventType == "error":
+		msg = "error: " + snippet(k.red.String(ev.Text), 120)
 	case ev.Type == "run_result" && ev.Text != "":
 		// The throttle keeps only the latest message, so the last one carries the answer too.
-		msg += ": " + snippet(ev.Text, 100)
+		msg += ": " + snippet(k.red.Text(ev.Text), 100)
 	}
 	if msg == "" {
 		return
@@ -294,7 +310,7 @@ func (k *call) onEvent(n int, ev cline.Event) {
 	if n > 1 {
 		msg = fmt.Sprintf("attempt %d: %s", n, msg)
 	}
-	k.progress(k.red.String(msg))
+	k.progress(msg)
 }
 
 // snippet is the first n runes of s on one line.

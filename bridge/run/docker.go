@@ -13,10 +13,11 @@ import (
 // containerHome is the tmpfs HOME inside the container; nothing of the user's home is mounted.
 const containerHome = "/home/cline"
 
-// dockerSpec prepares a container run: a private copy of Cline's settings dir (the run never
-// sees the host file), the workspace mounts of this tool at their host paths, and a tool policy
-// inside the copy. The returned cleanup merges what the user wants kept (refreshed tokens) back
-// into the host file under the write lock, then deletes the copy, which holds secrets.
+// dockerSpec prepares a container run: a least-privilege private copy of Cline's settings dir
+// (only the provider the run may use; the run never sees the host file), the workspace mounts of
+// this tool at their host paths, and a tool policy inside the copy. The returned cleanup merges
+// refreshed OAuth credentials — and nothing else — back into the host file under the write lock
+// (settings.MergeAllowed), then deletes the copy, which holds secrets.
 func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, n int, lockHeld bool) (func(), error) {
 	lock := k.r.cfg.Lock
 	if !lockHeld {
@@ -26,23 +27,24 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 			return nil, fmt.Errorf("cancelled while waiting for the settings lock: %w", err)
 		}
 	}
-	cp, err := k.r.cfg.Settings.PrivateCopy(k.private)
+	cp, err := k.r.cfg.Settings.PrivateCopy(k.private, settingsOverride(k.Call))
 	if !lockHeld {
 		lock.RUnlock()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("copy Cline's settings for the container: %w", err)
 	}
+	k.warnings = append(k.warnings, cp.Warnings...)
 	cleanup := func() {
 		if !lockHeld {
 			// The merge must happen even when the call was cancelled: a refreshed token is
 			// the user's, whatever became of the call.
 			if err := lock.Lock(context.WithoutCancel(ctx)); err == nil {
-				k.warnings = append(k.warnings, k.r.cfg.Settings.MergeBack(cp, settingsOverride(k.Call))...)
+				k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
 				lock.Unlock()
 			}
 		} else {
-			k.warnings = append(k.warnings, k.r.cfg.Settings.MergeBack(cp, settingsOverride(k.Call))...)
+			k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
 		}
 		if err := cp.Close(); err != nil {
 			k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
@@ -84,19 +86,28 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	return cleanup, nil
 }
 
-// mounts are the workspace of each tool at the same absolute paths as on the host:
+// mounts are the workspace of each tool at the same absolute paths as on the host, from the
+// layout recorded before the first attempt (never rediscovered after one):
 //   - ask_cline: the cwd (its repository when it is in one, for git history) read-only;
-//   - apply_cline_edits: the checkout read-write, its git dirs read-only (no commits possible);
-//   - ask_cline_workspace: the worktree and its own git metadata read-write, the repository's
-//     shared git dir read-only.
+//   - apply_cline_edits: the checkout read-write, its .git and git dirs read-only (no commits,
+//     no config, hooks or pointers the host could later trip over);
+//   - ask_cline_workspace: the worktree read-write, its .git file and the repository's git dir
+//     (which holds the worktree's own git dir) read-only: git inside the container can read,
+//     the run cannot redirect the worktree's .git, gitdir or commondir pointers.
 func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
-	lay, err := k.r.cfg.Git.Layout(ctx, k.dir)
-	if err != nil {
+	if k.repo == nil && k.Tool == AskCline {
+		if r, err := k.r.cfg.Git.Open(ctx, k.dir); err == nil {
+			k.repo = &r
+		}
+	}
+	lay := k.repo
+	if lay == nil {
 		if k.Tool == AskCline {
 			return []sandbox.Mount{{Source: k.dir, Target: k.dir, ReadOnly: true}}, nil
 		}
-		return nil, fmt.Errorf("inspect the checkout for the container mounts: %w", err)
+		return nil, fmt.Errorf("no recorded repository layout for the container mounts of %s", k.dir)
 	}
+	dotgit := filepath.Join(lay.Top, ".git")
 	switch k.Tool {
 	case AskCline:
 		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top, ReadOnly: true}}
@@ -104,23 +115,20 @@ func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
 		}
 		return ms, nil
-	case ApplyClineEdits:
-		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top, Return: sandbox.Return{Tree: true}}}
-		dotgit := filepath.Join(lay.Top, ".git")
-		ms = append(ms, sandbox.Mount{Source: dotgit, Target: dotgit, ReadOnly: true})
+	default: // apply_cline_edits and ask_cline_workspace
+		top := sandbox.Mount{Source: lay.Top, Target: lay.Top}
+		if k.Tool == ApplyClineEdits {
+			// An engine that copies instead of sharing brings the checkout's changes back.
+			top.Return = sandbox.Return{Tree: true}
+		}
+		ms := []sandbox.Mount{top, {Source: dotgit, Target: dotgit, ReadOnly: true}}
 		if !within(lay.CommonDir, dotgit) {
 			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
 		}
-		if lay.GitDir != lay.CommonDir && !within(lay.GitDir, dotgit) {
+		if lay.GitDir != lay.CommonDir && !within(lay.GitDir, dotgit) && !within(lay.GitDir, lay.CommonDir) {
 			ms = append(ms, sandbox.Mount{Source: lay.GitDir, Target: lay.GitDir, ReadOnly: true})
 		}
 		return ms, nil
-	default:
-		return []sandbox.Mount{
-			{Source: lay.Top, Target: lay.Top},
-			{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true},
-			{Source: lay.GitDir, Target: lay.GitDir},
-		}, nil
 	}
 }
 

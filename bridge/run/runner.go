@@ -113,6 +113,7 @@ type call struct {
 	red      *redact.Redactor
 	iso      sandbox.Isolation // first attempt's isolation
 	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
+	repo     *worktree.Repo    // the checkout or worktree as recorded before the first attempt (nil: none yet)
 	private  string            // private 0700 temp dir of this call (global settings, copies)
 	res      Result
 	warnings []string
@@ -135,13 +136,16 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	k.red = r.redactor()
 	res := k.do(ctx)
 	res.Duration = time.Since(k.start).Seconds()
+	// Diagnostics (warnings, messages; the tails were redacted while streaming) get the thorough
+	// level; the answer and the diff get the precise level, which changes only known secret
+	// values and credential shapes, never code that merely names a password or token.
 	res.Warnings = k.redactAll(append(k.warnings, res.Warnings...))
 	res.Message = k.red.String(res.Message)
-	res.Text = k.red.String(res.Text)
+	res.Text = k.red.Text(res.Text)
 	if res.Diff != nil {
 		// A diff can carry a secret Cline wrote into a file (.env, config); it leaves the machine
-		// like every other field, so it is redacted too.
-		d := k.red.String(*res.Diff)
+		// like every other field, so it is redacted too. The file on disk keeps it.
+		d := k.red.Text(*res.Diff)
 		res.Diff = &d
 	}
 	if res.Isolation == "" {
@@ -192,10 +196,17 @@ func (k *call) do(ctx context.Context) Result {
 	}
 }
 
-// redactor knows the literal secrets of this moment: the server's environment and the values
-// in the user's providers.json. Reading the file is best effort.
+// redactor knows the literal secrets of this moment: the server's environment (secret-named
+// variables, and every variable named by --docker-env, whatever its name) and the values in the
+// user's providers.json. Reading the file is best effort.
 func (r *Runner) redactor() *redact.Redactor {
 	lits := redact.SecretsFromEnv(r.cfg.Env)
+	getenv := envLookup(r.cfg.Env)
+	for _, name := range r.cfg.DockerEnv {
+		if v := getenv(name); v != "" {
+			lits = append(lits, v)
+		}
+	}
 	if b, err := os.ReadFile(r.cfg.Settings.Path); err == nil {
 		lits = append(lits, redact.SecretsFromJSON(b)...)
 	}

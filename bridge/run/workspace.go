@@ -32,6 +32,7 @@ func (k *call) workspace(ctx context.Context) Result {
 	}
 	report := &WorktreeReport{Commit: wt.Commit, Path: wt.Path}
 	k.res.Worktree = report
+	k.repo = &wt.Repo // recorded at creation: mounts, the touched report and cleanup use only this
 	k.dir = wt.Path
 	if rel, err := filepath.Rel(top, k.Cwd); err == nil && rel != "." && filepath.IsLocal(rel) {
 		k.dir = filepath.Join(wt.Path, rel)

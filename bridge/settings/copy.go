@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/spf13/afero"
@@ -16,26 +15,42 @@ import (
 // maxCopyFile bounds each sibling file copied into a private settings dir; settings files are a few KiB.
 const maxCopyFile = 1 << 20
 
+// copiedSiblings are the files beside providers.json a container gets: settings without secrets
+// the CLI reads. Everything else there (cline_mcp_settings.json, which holds MCP servers' keys
+// and headers, databases, locks, logs) stays on the host.
+var copiedSiblings = []string{"global-settings.json"}
+
+// copiedTopLevel are the top-level keys of providers.json a container gets besides the one
+// provider block it may use: none of them holds a secret.
+var copiedTopLevel = []string{"version", "lastUsedProvider", "modes"}
+
 // Copy is a private copy of Cline's settings for one Docker run. The container gets Dir as its data dir
-// (`--data-dir`/CLINE_DATA_DIR), so it only ever writes the copy; MergeBack brings wanted changes home.
+// (`--data-dir`/CLINE_DATA_DIR), so it only ever writes the copy; MergeAllowed brings refreshed
+// credentials home, and nothing else.
 type Copy struct {
 	Dir          string   // fresh 0700 dir: the data dir to mount; holds settings/
 	SettingsPath string   // providers.json inside Dir (Dir/settings/providers.json)
-	Skipped      []string // sibling names not copied (subdirs, links, databases, locks, logs, temp or big files)
+	Skipped      []string // sibling names not copied (anything but copiedSiblings)
+	// Target is the only provider whose block the copy holds: the override's provider, else
+	// the default (lastUsedProvider, else "cline").
+	Target string
+	// Warnings say why the copy holds less than it should (an unusable host file).
+	Warnings []string
 
 	fs       afero.Fs
-	existed  bool   // the host providers.json existed when the copy was made
-	snapshot []byte // its bytes then: the base MergeBack diffs the container's copy against
+	existed  bool   // a providers.json was written into the copy
+	snapshot []byte // its bytes: the base MergeAllowed diffs the container's copy against
 	once     sync.Once
 	closeErr error
 }
 
-// PrivateCopy copies the settings dir into a fresh 0700 temp dir under dstRoot ("" = Store.TempDir): the
-// providers.json (0600) and, when it sits in Cline's usual settings/ dir, the small regular files beside it
-// (global-settings.json and the like) — never databases, locks, logs, caches or sessions, which live elsewhere
-// in the data dir anyway. Hold the read lock while copying so an override run's temporary values are not
-// captured. The caller owns the Copy and must Close it.
-func (s *Store) PrivateCopy(dstRoot string) (*Copy, error) {
+// PrivateCopy makes the least-privilege copy of the settings dir for a run with override ov, in a
+// fresh 0700 temp dir under dstRoot ("" = Store.TempDir): a providers.json (0600) holding only the
+// block of the provider the run may use (Target) plus the non-secret top-level settings — no other
+// provider's key — and, when it sits in Cline's usual settings/ dir, the non-secret settings files
+// beside it (copiedSiblings). Hold the read lock while copying so an override run's temporary
+// values are not captured. The caller owns the Copy and must Close it.
+func (s *Store) PrivateCopy(dstRoot string, ov Override) (*Copy, error) {
 	if dstRoot == "" {
 		dstRoot = s.TempDir
 	}
@@ -44,30 +59,46 @@ func (s *Store) PrivateCopy(dstRoot string) (*Copy, error) {
 		return nil, fmt.Errorf("private settings copy %s: %w", s.Path, err)
 	}
 	c := &Copy{Dir: dir, SettingsPath: filepath.Join(dir, "settings", "providers.json"), fs: s.FS}
-	if err := s.fillCopy(c); err != nil {
+	if err := s.fillCopy(c, ov); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("private settings copy %s: %w", s.Path, err)
 	}
 	return c, nil
 }
 
-func (s *Store) fillCopy(c *Copy) error {
+func (s *Store) fillCopy(c *Copy, ov Override) error {
 	if err := s.FS.Chmod(c.Dir, 0o700); err != nil {
 		return err
 	}
 	if err := s.FS.Mkdir(filepath.Dir(c.SettingsPath), 0o700); err != nil {
 		return err
 	}
+	c.Target = ov.Provider
 	data, err := s.readFile(s.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return err
 	default:
-		c.existed, c.snapshot = true, data
-		if err := writePrivate(s.FS, c.SettingsPath, data); err != nil {
+		doc, err := parseObject(data)
+		if err != nil {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("settings: %s is not usable (%v); the container starts without it", s.Path, err))
+			break
+		}
+		if c.Target == "" {
+			c.Target, _ = doc.vals["lastUsedProvider"].(string)
+		}
+		if c.Target == "" {
+			c.Target = "cline"
+		}
+		c.snapshot = leastPrivilege(doc, c.Target).encode()
+		c.existed = true
+		if err := writePrivate(s.FS, c.SettingsPath, c.snapshot); err != nil {
 			return err
 		}
+	}
+	if c.Target == "" {
+		c.Target = "cline"
 	}
 	src := filepath.Dir(s.Path)
 	if filepath.Base(src) != "settings" {
@@ -82,7 +113,7 @@ func (s *Store) fillCopy(c *Copy) error {
 		if name == filepath.Base(s.Path) {
 			continue
 		}
-		if !e.Mode().IsRegular() || e.Size() > maxCopyFile || !copyable(name) {
+		if !e.Mode().IsRegular() || e.Size() > maxCopyFile || !slices.Contains(copiedSiblings, name) {
 			c.Skipped = append(c.Skipped, name)
 			continue
 		}
@@ -97,18 +128,24 @@ func (s *Store) fillCopy(c *Copy) error {
 	return nil
 }
 
-// copyable rejects names that are state rather than settings.
-func copyable(name string) bool {
-	lower := strings.ToLower(name)
-	if strings.HasPrefix(lower, ".") || strings.Contains(lower, ".tmp") {
-		return false
-	}
-	for _, suffix := range []string{".db", ".sqlite", ".sqlite3", "-wal", "-shm", "-journal", ".lock", ".log", ".pid", ".sock"} {
-		if strings.HasSuffix(lower, suffix) {
-			return false
+// leastPrivilege is doc with only the copiedTopLevel keys and the target's provider block.
+func leastPrivilege(doc *object, target string) *object {
+	out := newObject()
+	for _, k := range doc.keys {
+		switch {
+		case slices.Contains(copiedTopLevel, k):
+			out.set(k, clone(doc.vals[k]))
+		case k == "providers":
+			ps := newObject()
+			if all := doc.getObject("providers"); all != nil {
+				if block, ok := all.get(target); ok {
+					ps.set(target, clone(block))
+				}
+			}
+			out.set(k, ps)
 		}
 	}
-	return true
+	return out
 }
 
 func writePrivate(fsys afero.Fs, path string, data []byte) error {
@@ -127,226 +164,4 @@ func writePrivate(fsys afero.Fs, path string, data []byte) error {
 func (c *Copy) Close() error {
 	c.once.Do(func() { c.closeErr = c.fs.RemoveAll(c.Dir) })
 	return c.closeErr
-}
-
-// MergeBack brings into the host file what the container changed in its copy that a user wants kept: new or
-// changed credentials and tokens, new fields, new providers that carry more than a provider id and a model.
-// It never merges the tracked fields (lastUsedProvider, and the target provider's settings.model and
-// settings.reasoning, target = ov.Provider, else the copy-time lastUsedProvider, else "cline") and never
-// deletions. A provider block's updatedAt follows only when something else in that block was merged.
-// Changes made to the host file meanwhile are kept; where both sides changed the same value, the copy's
-// (newer) value wins. Nothing changed → no write. The caller holds the write lock for the duration.
-// It returns warnings, never an error.
-func (s *Store) MergeBack(c *Copy, ov Override) []string {
-	if c == nil {
-		return nil
-	}
-	data, err := s.readFile(c.SettingsPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil // nothing to merge; deletions are never merged
-	case err != nil:
-		return []string{fmt.Sprintf("settings: cannot read the container's settings copy (%v); nothing merged back into %s", errText(err), s.Path)}
-	}
-	cp, err := parseObject(data)
-	if err != nil {
-		return []string{fmt.Sprintf("settings: the container left an unusable settings copy (%v); nothing merged back into %s", err, s.Path)}
-	}
-	snap := newObject()
-	if c.existed {
-		if snap, err = parseObject(c.snapshot); err != nil {
-			return []string{fmt.Sprintf("settings: %s was not usable when the container started (%v); nothing merged back", s.Path, err)}
-		}
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	host := newObject()
-	hostData, err := s.readFile(s.Path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return []string{fmt.Sprintf("settings: cannot read %s (%v); nothing merged back from the container", s.Path, errText(err))}
-	default:
-		if host, err = parseObject(hostData); err != nil {
-			return []string{fmt.Sprintf("settings: %s is not usable (%v); nothing merged back from the container, the file was left untouched", s.Path, err)}
-		}
-	}
-
-	target := ov.Provider
-	if target == "" {
-		if lu, ok := snap.get("lastUsedProvider"); ok {
-			target, _ = lu.(string)
-		}
-		if target == "" {
-			target = "cline"
-		}
-	}
-	var warns []string
-	if lost := lostProviders(snap, cp); len(lost) > 0 {
-		warns = append(warns, fmt.Sprintf("settings: Cline dropped provider(s) %s from its private copy during the run (one entry probably fails its schema); %s keeps them", strings.Join(lost, ", "), s.Path))
-	}
-	if merged := mergeCopy(host, snap, cp, target); len(merged) == 0 {
-		return warns
-	}
-	if err := s.writeAtomic(s.Path, host.encode()); err != nil {
-		warns = append(warns, fmt.Sprintf("settings: could not write %s (%v); credentials refreshed inside the container were not kept", s.Path, errText(err)))
-	}
-	return warns
-}
-
-func lostProviders(snap, cp *object) []string {
-	sps, cps := snap.getObject("providers"), cp.getObject("providers")
-	if sps == nil {
-		return nil
-	}
-	var lost []string
-	for _, id := range sps.keys {
-		if cps == nil {
-			lost = append(lost, id)
-		} else if _, ok := cps.get(id); !ok {
-			lost = append(lost, id)
-		}
-	}
-	return lost
-}
-
-// mergeCopy applies the copy's changes relative to snap onto host and returns the dotted paths it changed.
-func mergeCopy(host, snap, cp *object, target string) []string {
-	var merged []string
-	for _, k := range cp.keys {
-		switch k {
-		case "lastUsedProvider":
-		case "providers":
-			merged = append(merged, mergeProviders(host, snap, cp, target)...)
-		default:
-			merged = append(merged, mergeKey(host, snap, cp, k, k)...)
-		}
-	}
-	return merged
-}
-
-func mergeProviders(host, snap, cp *object, target string) []string {
-	cps := cp.getObject("providers")
-	if cps == nil {
-		return nil
-	}
-	sps := snap.getObject("providers")
-	hps := host.getObject("providers")
-	if hps == nil {
-		if _, ok := host.get("providers"); ok {
-			return nil // not an object on the host: not ours to fix
-		}
-		hps = newObject()
-		defer func() {
-			if len(hps.keys) > 0 {
-				host.setLike("providers", hps, cp.keys)
-			}
-		}()
-	}
-	var merged []string
-	for _, id := range cps.keys {
-		cb := cps.getObject(id)
-		var sb *object
-		if sps != nil {
-			sb = sps.getObject(id)
-		}
-		if cb == nil {
-			merged = append(merged, mergeKey(hps, sps, cps, id, "providers."+id)...)
-			continue
-		}
-		if id == target {
-			cb, sb = withoutTracked(cb), withoutTracked(sb)
-		}
-		hb := hps.getObject(id)
-		switch {
-		case sb == nil && hb == nil: // a provider new in the copy
-			if !stub(cb) {
-				hps.setLike(id, clone(cb), cps.keys)
-				merged = append(merged, "providers."+id)
-			}
-			continue
-		case hb == nil: // removed from the host meanwhile: respect that
-			continue
-		}
-		var block []string
-		for _, k := range cb.keys {
-			if k != "updatedAt" {
-				block = append(block, mergeKey(hb, sb, cb, k, "providers."+id+"."+k)...)
-			}
-		}
-		if len(block) > 0 {
-			if _, ok := cb.get("updatedAt"); ok {
-				block = append(block, mergeKey(hb, sb, cb, "updatedAt", "providers."+id+".updatedAt")...)
-			}
-		}
-		merged = append(merged, block...)
-	}
-	return merged
-}
-
-// mergeKey merges cp[k] into host[k], given its value at copy time in snap (nil: absent).
-func mergeKey(host, snap, cp *object, k, path string) []string {
-	cv := cp.vals[k]
-	var sv any
-	inSnap := false
-	if snap != nil {
-		sv, inSnap = snap.get(k)
-	}
-	if inSnap && equal(sv, cv) {
-		return nil // unchanged in the copy
-	}
-	hv, inHost := host.get(k)
-	if inSnap && !inHost {
-		return nil // removed from the host meanwhile
-	}
-	co, cIsObj := cv.(*object)
-	so, sIsObj := sv.(*object)
-	ho, hIsObj := hv.(*object)
-	if cIsObj && hIsObj && (sIsObj || !inSnap) {
-		var merged []string
-		for _, kk := range co.keys {
-			merged = append(merged, mergeKey(ho, so, co, kk, path+"."+kk)...)
-		}
-		return merged
-	}
-	if inHost && equal(hv, cv) {
-		return nil
-	}
-	host.setLike(k, clone(cv), cp.keys)
-	return []string{path}
-}
-
-// withoutTracked returns a copy of a provider block without settings.model and settings.reasoning.
-func withoutTracked(block *object) *object {
-	if block == nil {
-		return nil
-	}
-	b := clone(block).(*object)
-	if settings := b.getObject("settings"); settings != nil {
-		settings.del("model")
-		settings.del("reasoning")
-	}
-	return b
-}
-
-// stub reports a provider block that carries nothing a user would miss: no credential, no setting beyond the
-// provider id, the model and reasoning. Cline writes such blocks for any -P it is given, and its invalid-entry
-// wipe leaves one for "cline".
-func stub(block *object) bool {
-	for _, k := range block.keys {
-		if !slices.Contains([]string{"settings", "updatedAt", "tokenSource"}, k) {
-			return false
-		}
-	}
-	settings := block.getObject("settings")
-	if settings == nil {
-		return true
-	}
-	for _, k := range settings.keys {
-		if !slices.Contains([]string{"provider", "model", "reasoning"}, k) {
-			return false
-		}
-	}
-	return true
 }

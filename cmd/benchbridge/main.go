@@ -31,6 +31,7 @@ func main() {
 	wsFiles := flag.Int("workspace-files", 10000, "files in the generated repo of the workspace and Docker mounts benchmarks (0 skips them)")
 	only := flag.String("only", "", "run only this benchmark: mounts")
 	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
+	baseline := flag.String("baseline-cline-mcp", "", "a second cline-mcp binary (e.g. built from main) timed interleaved with -cline-mcp in the workspace and apply benchmark")
 	flag.Parse()
 	if *only == "mounts" {
 		if err := benchMounts(*server, *fake, *image, *wsFiles, 10); err != nil {
@@ -43,7 +44,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchbridge:", err)
 		os.Exit(1)
 	}
-	if err := benchWorkspace(*server, *fake, *wsFiles, 10); err != nil {
+	if err := benchWorkspace(*server, *baseline, *fake, *image, *wsFiles, 10); err != nil {
 		fmt.Fprintln(os.Stderr, "benchbridge:", err)
 		os.Exit(1)
 	}

@@ -10,10 +10,13 @@ import (
 	"time"
 )
 
-// benchWorkspace compares an ask_cline_workspace call (worktree add, fake run, touched-files
-// report, worktree remove) with raw `git worktree add --detach` + `git worktree remove --force`
-// on a generated repository.
-func benchWorkspace(server, fake string, files, n int) error {
+// benchWorkspace compares, on a generated repository of files files, an ask_cline_workspace call
+// (worktree add, fake run, worktree remove) with raw `git worktree add --detach` + `git worktree
+// remove --force`, and times an apply_cline_edits call that changes nothing (evidence before and
+// after, the diff). With baseline (another cline-mcp binary, e.g. built from main) each call is
+// also made against it, interleaved, and the ratio of the medians is printed; with image, the
+// workspace call runs in a container too (which adds the touched-files report).
+func benchWorkspace(server, baseline, fake, image string, files, n int) error {
 	if files <= 0 {
 		return nil
 	}
@@ -22,14 +25,51 @@ func benchWorkspace(server, fake string, files, n int) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	s, err := startServer(server, fake, env, repo)
-	if err != nil {
-		return err
+	var extra []string
+	if image != "" {
+		extra = []string{"--docker-image", image, "--docker-network", "none"}
 	}
-	defer s.close()
-	var raw, tool []time.Duration
+	servers := []string{server}
+	if baseline != "" {
+		servers = append(servers, baseline)
+	}
+	sessions := make([]*session, len(servers))
+	for i, bin := range servers {
+		s, err := startServer(bin, fake, env, repo, extra...)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		sessions[i] = s
+	}
+	// timed runs each server's call once per round, alternating the order.
+	timed := func(name string, args map[string]any) error {
+		times := make([][]time.Duration, len(sessions))
+		for i := 0; i < n+1; i++ {
+			for j := range sessions {
+				k := (i + j) % len(sessions)
+				start := time.Now()
+				if err := sessions[k].callTool(name, args); err != nil {
+					return fmt.Errorf("%s (%s): %w", name, servers[k], err)
+				}
+				if i > 0 { // the first round warms caches
+					times[k] = append(times[k], time.Since(start))
+				}
+			}
+		}
+		line := fmt.Sprintf("  %s call p50 %.0f ms", name, ms(median(times[0])))
+		if len(times) > 1 {
+			line += fmt.Sprintf(", baseline p50 %.0f ms (ratio %.2fx)", ms(median(times[1])), float64(median(times[0]))/float64(median(times[1])))
+		}
+		if iso, _ := args["isolation"].(string); iso != "" {
+			line += " [" + iso + "]"
+		}
+		fmt.Println(line)
+		return nil
+	}
+
+	var raw []time.Duration
 	for i := 0; i < n; i++ {
-		// Alternate so both see the same machine noise.
 		wt := filepath.Join(root, "raw-"+strconv.Itoa(i))
 		start := time.Now()
 		if err := gitRun(repo, "worktree", "add", "-q", "--detach", wt, "HEAD"); err != nil {
@@ -39,14 +79,19 @@ func benchWorkspace(server, fake string, files, n int) error {
 			return err
 		}
 		raw = append(raw, time.Since(start))
-		start = time.Now()
-		if err := s.callTool("ask_cline_workspace", map[string]any{"prompt": "Reply with PONG", "cwd": repo}); err != nil {
+	}
+	fmt.Printf("workspace and apply (%d files, n=%d): raw worktree add+remove p50 %.0f ms\n", files, n, ms(median(raw)))
+	if err := timed("ask_cline_workspace", map[string]any{"prompt": "Reply with PONG", "cwd": repo}); err != nil {
+		return err
+	}
+	if err := timed("apply_cline_edits", map[string]any{"prompt": "Reply with PONG", "cwd": repo}); err != nil {
+		return err
+	}
+	if image != "" {
+		if err := timed("ask_cline_workspace", map[string]any{"prompt": "Reply with PONG", "cwd": repo, "isolation": "docker"}); err != nil {
 			return err
 		}
-		tool = append(tool, time.Since(start))
 	}
-	fmt.Printf("workspace (%d files, n=%d): raw worktree add+remove p50 %.0f ms, ask_cline_workspace call p50 %.0f ms (ratio %.2fx)\n",
-		files, n, ms(median(raw)), ms(median(tool)), float64(median(tool))/float64(median(raw)))
 	return nil
 }
 

@@ -55,7 +55,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
 	fs.StringVar(&c.dockerImage, "docker-image", "cline-mcp/cline:latest", "image with the Cline CLI for docker isolation")
-	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge or a named network (Cline must reach its provider)")
+	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge, a named network, or container:<name> to share a running container's (Cline must reach its provider)")
 	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
 	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")

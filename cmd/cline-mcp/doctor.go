@@ -8,12 +8,14 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // check is one doctor line: OK or FAIL with a fix. Optional failures do not change the exit
@@ -27,18 +29,28 @@ type check struct {
 }
 
 // doctor prints one OK/FAIL line per check and returns 1 when a required check failed. It never
-// prints secret values.
+// prints secret values. The host CLI is optional when the floor is docker; the Docker checks
+// (engine and image, network, the CLI and the shell inside the image) are required when Docker
+// isolation is configured and warnings otherwise.
 func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 	var checks []check
 	add := func(c check) { checks = append(checks, c) }
 
+	// With the floor at docker every attempt runs in the image: the host CLI is not used.
+	hostOptional := cfg.isolation == "docker"
+	suffix := ""
+	if hostOptional {
+		suffix = " (not needed: --isolation docker runs Cline in the image)"
+	}
 	clinePath, err := run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS)()
 	if err != nil {
-		add(check{name: "cline executable", detail: err.Error(), fix: "install it with `npm install -g cline` and run `cline auth`, or pass --cline PATH / set CLINE_MCP_CLINE"})
+		add(check{name: "cline executable", detail: err.Error() + suffix, optional: hostOptional,
+			fix: "install it with `npm install -g cline` and run `cline auth`, or pass --cline PATH / set CLINE_MCP_CLINE"})
 	} else {
 		v, verr := clineVersion(ctx, clinePath)
 		if verr != nil {
-			add(check{name: "cline executable", detail: fmt.Sprintf("%s does not answer `version`: %v", clinePath, verr), fix: "reinstall the CLI: npm install -g cline"})
+			add(check{name: "cline executable", detail: fmt.Sprintf("%s does not answer `version`: %v%s", clinePath, verr, suffix),
+				optional: hostOptional, fix: "reinstall the CLI: npm install -g cline"})
 		} else {
 			add(check{name: "cline executable", ok: true, detail: fmt.Sprintf("%s (version %s)", clinePath, v)})
 		}
@@ -56,9 +68,15 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 		add(check{name: "git", ok: true, detail: strings.TrimSpace(string(b))})
 	}
 
+	add(worktreeRootCheck(cfg.worktreeRoot))
+
 	dockerNeeded := cfg.isolation == "docker" || cfg.retryIsolation == "docker"
-	add(dockerCheck(ctx, cfg, dockerNeeded))
+	engine := dockerCheck(ctx, cfg, dockerNeeded)
+	add(engine)
 	add(engineCheck(ctx, cfg, dockerNeeded))
+	if engine.ok {
+		checks = append(checks, imageChecks(ctx, cfg, dockerNeeded)...)
+	}
 
 	failed := false
 	for _, c := range checks {
@@ -99,6 +117,19 @@ func clineVersion(ctx context.Context, path string) (string, error) {
 		return "", fmt.Errorf("empty output")
 	}
 	return v, nil
+}
+
+// worktreeRootCheck reports a worktree root the server would not trust (not a private 0700
+// directory of this user): ask_cline_workspace then fails and the sweeper leaves it alone.
+func worktreeRootCheck(root string) check {
+	m := &worktree.Manager{Root: root}
+	if err := m.CheckRoot(); err != nil {
+		return check{name: "worktree root", detail: err.Error(), fix: "chmod 700 the directory (or remove it; the server recreates it), or pass --worktree-root DIR"}
+	}
+	if root == "" {
+		root = filepath.Join(os.TempDir(), worktree.DefaultRootName)
+	}
+	return check{name: "worktree root", ok: true, detail: root + " (private to this user, or created on first use)"}
 }
 
 // settingsCheck reads providers.json and reports the default provider without any secret.

@@ -32,6 +32,13 @@ func TestDoctor(t *testing.T) {
 	if err != nil {
 		t.Skip("git is not installed; the doctor's git check would fail every case")
 	}
+	sharedRoot := filepath.Join(t.TempDir(), "shared-root")
+	if err := os.Mkdir(sharedRoot, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(sharedRoot, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	const secret = "sk-doctor-secret-0123456789abcdef"
 	const envSecret = "sk-env-secret-abcdef0123456789"
 	validSettings := `{
@@ -56,7 +63,7 @@ func TestDoctor(t *testing.T) {
 		notWant  []string
 	}{
 		{name: "all good, docker not configured", args: []string{"--cline", fake}, settings: &validSettings, exit: 0,
-			want:    []string{"OK   cline executable", "OK   cline settings", "OK   git", "WARN docker", "doctor: all required checks passed"},
+			want:    []string{"OK   cline executable", "OK   cline settings", "OK   git", "OK   worktree root", "WARN docker", "doctor: all required checks passed"},
 			notWant: []string{"FAIL"}},
 		{name: "cline missing", args: []string{"--cline", filepath.Join(bin, "no-such-cline")}, settings: &validSettings, exit: 1,
 			want: []string{"FAIL cline executable", "OK   cline settings", "doctor: some required checks failed"}, wantFix: []string{"cline executable"}},
@@ -68,6 +75,8 @@ func TestDoctor(t *testing.T) {
 			want: []string{"FAIL cline settings"}, wantFix: []string{"cline settings"}},
 		{name: "docker configured but unreachable", args: []string{"--cline", fake, "--isolation", "docker"}, settings: &validSettings, exit: 1,
 			want: []string{"OK   cline executable", "FAIL docker", "doctor: some required checks failed"}, wantFix: []string{"docker"}},
+		{name: "worktree root open to others", args: []string{"--cline", fake, "--worktree-root", sharedRoot}, settings: &validSettings, exit: 1,
+			want: []string{"FAIL worktree root", "doctor: some required checks failed"}, wantFix: []string{"worktree root"}},
 		{name: "docker retries configured but unreachable", args: []string{"--cline", fake, "--retry-isolation", "docker"}, settings: &validSettings, exit: 1,
 			want: []string{"FAIL docker"}, wantFix: []string{"docker"}},
 	}
@@ -98,29 +107,7 @@ func TestDoctor(t *testing.T) {
 			cmd := exec.Command(server, append([]string{"doctor"}, c.args...)...)
 			cmd.Env = []string{"HOME=" + home, "PATH=" + path, "DOCKER_HOST=unix:///nonexistent/docker.sock",
 				"OPENAI_API_KEY=" + envSecret, "TMPDIR=" + t.TempDir()}
-			out, err := cmd.CombinedOutput()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			text := string(out)
-			if code != c.exit {
-				t.Errorf("got exit %d, want %d\n%s", code, c.exit, text)
-			}
-			lines := strings.Split(text, "\n")
-			for _, w := range c.want {
-				if !hasPrefixLine(lines, w) {
-					t.Errorf("no line starting with %q:\n%s", w, text)
-				}
-			}
-			for _, name := range c.wantFix {
-				if !fixFollows(lines, name) {
-					t.Errorf("the %s check has no fix line:\n%s", name, text)
-				}
-			}
+			text := runDoctor(t, cmd, c.exit, c.want, c.wantFix)
 			for _, nw := range c.notWant {
 				if strings.Contains(text, nw) {
 					t.Errorf("output contains %q:\n%s", nw, text)
@@ -136,6 +123,36 @@ func TestDoctor(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// runDoctor runs a doctor command and checks its exit status, that a line starts with each of
+// want, and that each check in wantFix is followed by a fix line. It returns the output.
+func runDoctor(t *testing.T, cmd *exec.Cmd, exit int, want, wantFix []string) string {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	if code != exit {
+		t.Errorf("got exit %d, want %d\n%s", code, exit, text)
+	}
+	lines := strings.Split(text, "\n")
+	for _, w := range want {
+		if !hasPrefixLine(lines, w) {
+			t.Errorf("no line starting with %q:\n%s", w, text)
+		}
+	}
+	for _, name := range wantFix {
+		if !fixFollows(lines, name) {
+			t.Errorf("the %s check has no fix line:\n%s", name, text)
+		}
+	}
+	return text
+}
 
 func hasPrefixLine(lines []string, prefix string) bool {
 	for _, l := range lines {

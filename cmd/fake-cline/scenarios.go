@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -63,6 +64,7 @@ func init() {
 		"probe_git":              {doc: "runs git log, git status and git commit --allow-empty in -c (needs git in the image); JSON report", run: runProbeGit},
 		"probe_pids":             {doc: "tries to start n= (50) child processes; JSON report of how many started", run: runProbePids},
 	}
+	maps.Copy(scenarios, attackScenarios)
 }
 
 func listScenarios(w io.Writer) {

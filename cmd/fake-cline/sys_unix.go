@@ -36,3 +36,6 @@ func selfTerminate() {
 	time.Sleep(5 * time.Second)
 	os.Exit(143)
 }
+
+// makeFIFO creates a named pipe at p (the attack_settings_file scenario).
+func makeFIFO(p string) error { return syscall.Mkfifo(p, 0o600) }

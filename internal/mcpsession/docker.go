@@ -100,6 +100,17 @@ func ServerContainers() ([]string, error) { return ServerContainersOn("") }
 // ServerContainersOn is ServerContainers on the engine at host (docker -H); "" is the default
 // engine.
 func ServerContainersOn(host string) ([]string, error) {
+	serverPIDsMu.Lock()
+	pids := append([]int(nil), serverPIDs...)
+	serverPIDsMu.Unlock()
+	return containersOf(host, pids...)
+}
+
+// ContainersOf lists containers (running or not) started by the cline-mcp servers with these
+// pids, recognised by the pid inside their cline-mcp.instance label.
+func ContainersOf(pids ...int) ([]string, error) { return containersOf("", pids...) }
+
+func containersOf(host string, pids ...int) ([]string, error) {
 	var args []string
 	if host != "" {
 		args = append(args, "-H", host)
@@ -109,12 +120,10 @@ func ServerContainersOn(host string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	serverPIDsMu.Lock()
-	pids := map[string]bool{}
-	for _, p := range serverPIDs {
-		pids[strconv.Itoa(p)] = true
+	want := map[string]bool{}
+	for _, p := range pids {
+		want[strconv.Itoa(p)] = true
 	}
-	serverPIDsMu.Unlock()
 	var ids []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
@@ -122,7 +131,7 @@ func ServerContainersOn(host string) ([]string, error) {
 			continue
 		}
 		parts := strings.Split(f[1], "-") // <hostname>-<pid>-<start ticks>
-		if len(parts) >= 3 && pids[parts[len(parts)-2]] {
+		if len(parts) >= 3 && want[parts[len(parts)-2]] {
 			ids = append(ids, f[0])
 		}
 	}

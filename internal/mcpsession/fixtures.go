@@ -10,7 +10,9 @@ import (
 
 // ProvidersTwo is a Cline providers.json with the default provider of the recordings
 // (a_text_pong/providers.before.json) plus a second configured provider with saved tracked
-// fields (model, reasoning), so override runs have values to restore.
+// fields (model, reasoning), so override runs have values to restore, signed in with OAuth
+// (auth tokens), so a token refresh in a container has a credential to refresh — a Docker run
+// merges back only refreshed credentials of a provider that had one.
 const ProvidersTwo = `{
   "version": 1,
   "lastUsedProvider": "openai-compatible",
@@ -33,10 +35,15 @@ const ProvidersTwo = `{
         "model": "gpt-saved",
         "reasoning": {
           "effort": "low"
+        },
+        "auth": {
+          "accessToken": "tok-saved",
+          "refreshToken": "rt-saved",
+          "expiresAt": 1767225600000
         }
       },
       "updatedAt": "2026-01-01T00:00:00.000Z",
-      "tokenSource": "manual"
+      "tokenSource": "oauth"
     }
   }
 }

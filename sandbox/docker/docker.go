@@ -70,6 +70,9 @@ const (
 const (
 	HintEngine = "start the Docker engine (e.g. `sudo systemctl start docker`), or point cline-mcp at one: --docker-host, DOCKER_HOST or a Docker context"
 	HintImage  = "build the image: make image (real CLI) or make image-fake (fake CLI for tests)"
+	// HintNetwork is CheckNetwork's: name an existing network (docker network ls) or a running
+	// container (docker ps) with --docker-network.
+	HintNetwork = "pass --docker-network none, bridge, an existing network (docker network ls) or container:<name> of a running container (docker ps)"
 )
 
 // pingTTL is how long a successful ping is trusted; runs in a burst then cost one ping.
@@ -101,6 +104,7 @@ type Client interface {
 	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
 	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
 	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
+	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	Close() error
 }
 
@@ -153,7 +157,8 @@ func WithImage(ref string) Option {
 	}
 }
 
-// WithNetwork sets the network mode: "bridge" (default), "none", or the name of a network.
+// WithNetwork sets the network mode: "bridge" (default), "none", the name of a network, or
+// "container:<name>" (share the network namespace of a running container).
 func WithNetwork(name string) Option {
 	return func(e *Executor) error {
 		if name == "" {

@@ -209,7 +209,7 @@ func (e *Executor) statPath(ctx context.Context, id, p string) error {
 	case isNotFound(err):
 		return &sandbox.LaunchError{
 			Op: "docker stat", Missing: true,
-			Hint: fmt.Sprintf("the image %s has no %s: rebuild it (make image or make image-fake)", e.image, p),
+			Hint: fmt.Sprintf("the image %s has no %s: pass the CLI's path inside the image with --docker-cline (default /usr/local/bin/cline), or rebuild it (make image or make image-fake)", e.image, p),
 			Err:  fmt.Errorf("executable %s not found in image %s", p, e.image),
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,7 +73,9 @@ type Change struct {
 // Compare describes what changed between before and after, two snapshots of the same checkout.
 // The diff is relative to the state before the run, so the user's own uncommitted work that
 // was already there is neither lost nor attributed to the run. An error means the diff could
-// not be computed (edits_inspection_failed); Compare never changes the checkout.
+// not be computed (edits_inspection_failed); Compare never changes the checkout. Like Inspect it
+// runs git only on before.Repo, the repository recorded before the run, and never lets a
+// repository's config or attributes run a program (--no-ext-diff, --no-textconv).
 func (g *Git) Compare(ctx context.Context, before, after Evidence) (Change, error) {
 	c := Change{
 		HeadBefore: before.Head, HeadAfter: after.Head,
@@ -89,18 +92,31 @@ func (g *Git) Compare(ctx context.Context, before, after Evidence) (Change, erro
 		}
 	}
 	c.Undo = undoHints(before, c)
+	for _, n := range after.Nested {
+		if !slices.Contains(before.Nested, n) {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("a nested git repository appeared at %q: its files are in the diff as ordinary files; its .git was not read", n))
+		}
+	}
 	if !isObjectID(before.Tree) || !isObjectID(after.Tree) {
 		return c, fmt.Errorf("compare %s: snapshot without a tree", after.Dir)
 	}
 	if before.Tree == after.Tree {
 		return c, nil
 	}
-	var err error
-	if c.ChangedFiles, c.FilesTruncated, err = g.diffFiles(ctx, after.Dir, before.Tree, after.Tree); err != nil {
+	if before.Repo.Top == "" {
+		return c, fmt.Errorf("compare %s: no recorded repository", after.Dir)
+	}
+	o, _, done, err := before.Repo.shadowed()
+	if err != nil {
+		return c, fmt.Errorf("compare %s: %w", after.Dir, err)
+	}
+	defer done()
+	if c.ChangedFiles, c.FilesTruncated, err = g.diffFiles(ctx, o, before.Tree, after.Tree); err != nil {
 		return c, fmt.Errorf("compare %s: %w", after.Dir, err)
 	}
 	cw := &capWriter{max: MaxDiffBytes}
-	if _, err := g.run(ctx, runOpts{dir: after.Dir, stdout: cw}, diffArgs(before.Tree, after.Tree, "--patch")...); err != nil {
+	o.stdout = cw
+	if _, err := g.run(ctx, o, diffArgs(before.Tree, after.Tree, "--patch")...); err != nil {
 		return c, fmt.Errorf("compare %s: %w", after.Dir, err)
 	}
 	c.Diff, c.Truncated = string(cw.buf), cw.truncated
@@ -118,8 +134,8 @@ func diffArgs(from, to string, flags ...string) []string {
 
 // diffFiles lists the paths that differ between two tree-ish objects, with rename detection,
 // binary flags and line counts, from one `git diff --raw --numstat -z`.
-func (g *Git) diffFiles(ctx context.Context, dir, from, to string) ([]FileChange, bool, error) {
-	out, err := g.run(ctx, runOpts{dir: dir}, diffArgs(from, to, "--raw", "--numstat", "-z")...)
+func (g *Git) diffFiles(ctx context.Context, o runOpts, from, to string) ([]FileChange, bool, error) {
+	out, err := g.run(ctx, o, diffArgs(from, to, "--raw", "--numstat", "-z")...)
 	if err != nil {
 		return nil, false, err
 	}

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 )
 
@@ -15,63 +13,99 @@ import (
 // run. Taking it never changes the user's index, files or refs; it only adds blob and tree
 // objects to the object store (the same objects `git add` would write, collected by gc).
 type Evidence struct {
-	// Dir is the work tree root the snapshot was taken in.
+	// Repo is the repository the snapshot was taken of, as recorded before the run. Inspect
+	// and Compare use it; they never look for the repository again.
+	Repo Repo
+	// Dir is the work tree root the snapshot was taken in (Repo.Top).
 	Dir string
 	// Head is the commit HEAD points to, or "" when the current branch is unborn (no commits).
 	Head string
 	// Ref is the branch HEAD points to ("refs/heads/main"), or "" when HEAD is detached.
 	Ref string
-	// Status is the raw output of `git status --porcelain=v2 -z --untracked-files=all`.
-	Status []byte
 	// Refs maps every ref (branches, tags, remotes, notes, refs/stash) to its object id.
 	Refs map[string]string
 	// Index is the tree object of what is staged in the user's index, or "" when the index
 	// cannot be written as a tree (unmerged entries during a conflict).
 	Index string
 	// Tree is the tree object of the entire working tree state: tracked files as they are on
-	// disk plus untracked, non-ignored files. Submodules appear as gitlinks at their checked-out
-	// commit; changes inside a submodule are not part of it.
+	// disk plus untracked, non-ignored files, stored as `git add` stores them but without any
+	// filter program (git's built-in end-of-line and ident conversions still apply; a file whose
+	// stat data is unchanged keeps its index entry, so a Git LFS checkout keeps its pointers).
+	// Symlinks are stored as links. Submodules appear as gitlinks at their recorded commit;
+	// changes inside a submodule are not part of it.
 	Tree string
+	// Submodules fingerprints the files inside submodule work trees (stat data only), so a
+	// change there is visible to CheckoutMayChange; "" when there are none.
+	Submodules string
+	// Nested lists directories git treats as nested repositories (they hold their own .git):
+	// their files are part of Tree as ordinary files, their .git is never read.
+	Nested []string
 	// Incomplete is set when some files could not be read while building Tree (they vanished
-	// or were unreadable during the scan, even after one retry). Tree is then best effort and
-	// a caller deciding whether a retry is safe must treat the checkout as possibly changed.
+	// or were unreadable during the scan). Tree is then best effort and a caller deciding
+	// whether a retry is safe must treat the checkout as possibly changed.
 	Incomplete bool
 	// Warnings say what made the snapshot incomplete.
 	Warnings []string
 }
 
-// Evidence takes a snapshot of the work tree containing dir. It returns an error wrapping
-// ErrNotGit when dir is not inside a work tree; any other error means the state could not be
-// inspected (edits_inspection_failed).
+// Evidence records the repository containing dir and takes the snapshot of it that a later
+// Inspect and Compare start from. It discovers the repository from dir, so call it before the
+// run, never after. It returns an error wrapping ErrNotGit when dir is not inside a work tree;
+// any other error means the state could not be inspected (edits_inspection_failed).
 func (g *Git) Evidence(ctx context.Context, dir string) (Evidence, error) {
-	info, err := g.inspect(ctx, dir)
+	repo, err := g.Open(ctx, dir)
 	if err != nil {
 		return Evidence{}, err
 	}
-	ev := Evidence{Dir: info.top}
-	o := runOpts{dir: info.top}
+	return g.take(ctx, repo)
+}
 
-	if out, err := g.run(ctx, o, "symbolic-ref", "-q", "HEAD"); err == nil {
-		ev.Ref = strings.TrimSpace(string(out))
-	} else if !exitCode(err, 1) {
-		return Evidence{}, fmt.Errorf("evidence %s: %w", info.top, err)
+// Inspect takes a new snapshot of the checkout before was taken of. It is the way back across
+// the trust boundary after a run: it works only on the repository, git dir, common dir, work
+// tree and index recorded in before — never on a repository found in (or pointed to from) the
+// checkout — and runs nothing a run could have configured (no hooks, filters, fsmonitor,
+// textconv, credential helpers or transports). A nested .git the run created is reported as
+// ordinary files. Errors mean edits_inspection_failed.
+func (g *Git) Inspect(ctx context.Context, before Evidence) (Evidence, error) {
+	if before.Repo.Top == "" {
+		return Evidence{}, errors.New("inspect: no recorded repository")
 	}
-	switch head, err := g.ResolveCommit(ctx, info.top, "HEAD"); {
-	case err == nil:
-		ev.Head = head
-	case errors.Is(err, ErrNoCommit):
-	default:
-		return Evidence{}, fmt.Errorf("evidence %s: %w", info.top, err)
+	return g.take(ctx, before.Repo)
+}
+
+func (g *Git) take(ctx context.Context, repo Repo) (Evidence, error) {
+	ev := Evidence{Repo: repo, Dir: repo.Top}
+	o := runOpts{repo: &ev.Repo}
+	var snapErr error
+	err := parallel(
+		func() error {
+			if out, err := g.run(ctx, o, "symbolic-ref", "-q", "HEAD"); err == nil {
+				ev.Ref = strings.TrimSpace(string(out))
+			} else if !exitCode(err, 1) {
+				return err
+			}
+			out, err := g.run(ctx, o, "rev-parse", "--verify", "-q", "--end-of-options", "HEAD^{commit}")
+			switch {
+			case err == nil:
+				ev.Head = strings.TrimSpace(string(out))
+				if !isObjectID(ev.Head) {
+					return fmt.Errorf("resolve HEAD: unexpected output %q", ev.Head)
+				}
+			case exitCode(err, 1): // unborn branch
+			default:
+				return err
+			}
+			var err2 error
+			ev.Refs, err2 = g.refs(ctx, o)
+			return err2
+		},
+		func() error { snapErr = g.snapshot(ctx, &ev.Repo, &ev); return snapErr },
+	)
+	if err != nil {
+		return Evidence{}, fmt.Errorf("evidence %s: %w", repo.Top, err)
 	}
-	if ev.Status, err = g.run(ctx, o, "status", "--porcelain=v2", "-z", "--untracked-files=all",
-		"--ignore-submodules=none"); err != nil {
-		return Evidence{}, fmt.Errorf("evidence %s: %w", info.top, err)
-	}
-	if ev.Refs, err = g.refs(ctx, info.top); err != nil {
-		return Evidence{}, fmt.Errorf("evidence %s: %w", info.top, err)
-	}
-	if err := g.snapshotTrees(ctx, info, &ev); err != nil {
-		return Evidence{}, fmt.Errorf("evidence %s: %w", info.top, err)
+	if !isObjectID(ev.Tree) {
+		return Evidence{}, fmt.Errorf("evidence %s: write-tree: unexpected output %q", repo.Top, ev.Tree)
 	}
 	return ev, nil
 }
@@ -82,8 +116,8 @@ func exitCode(err error, code int) bool {
 }
 
 // refs lists every ref with its object id.
-func (g *Git) refs(ctx context.Context, dir string) (map[string]string, error) {
-	out, err := g.run(ctx, runOpts{dir: dir}, "for-each-ref", "--format=%(objectname) %(refname)")
+func (g *Git) refs(ctx context.Context, o runOpts) (map[string]string, error) {
+	out, err := g.run(ctx, o, "for-each-ref", "--format=%(objectname) %(refname)")
 	if err != nil {
 		return nil, err
 	}
@@ -99,71 +133,8 @@ func (g *Git) refs(ctx context.Context, dir string) (map[string]string, error) {
 	return refs, sc.Err()
 }
 
-// snapshotTrees fills ev.Index and ev.Tree using a private copy of the index, so the user's
-// index is never written. Seeding the copy from the real index lets `git add` skip every file
-// whose stat data is unchanged, which keeps this fast on big repositories.
-func (g *Git) snapshotTrees(ctx context.Context, info repoInfo, ev *Evidence) error {
-	tmp, err := os.CreateTemp("", "cline-mcp-index-*")
-	if err != nil {
-		return err
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName)
-	defer os.Remove(tmpName + ".lock")
-	src, err := os.Open(info.index)
-	switch {
-	case err == nil:
-		_, err = io.Copy(tmp, src)
-		src.Close()
-	case errors.Is(err, os.ErrNotExist):
-		err = nil // a fresh repository has no index yet: start empty
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("copy index: %w", err)
-	}
-	if fi, _ := os.Stat(tmpName); fi != nil && fi.Size() == 0 {
-		// git refuses a zero-byte index file; a missing one means "empty".
-		os.Remove(tmpName)
-	}
-	o := runOpts{dir: info.top, env: []string{"GIT_INDEX_FILE=" + tmpName}}
-	// Never write a split or sparse index into the temporary file.
-	cfg := []string{"-c", "core.splitIndex=false", "-c", "index.sparse=false"}
-
-	if out, err := g.run(ctx, o, append(cfg, "write-tree")...); err == nil {
-		ev.Index = strings.TrimSpace(string(out))
-	} else if ctx.Err() != nil {
-		return err
-	}
-	// --ignore-errors keeps going past files that vanish or cannot be read mid-scan; git still
-	// exits non-zero then, so try once more before settling for a best-effort tree.
-	add := append(cfg, "add", "-A", "--ignore-errors")
-	_, err = g.run(ctx, o, add...)
-	if err != nil && ctx.Err() == nil {
-		_, err = g.run(ctx, o, add...)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		ev.Incomplete = true
-		ev.Warnings = append(ev.Warnings, "some files could not be read for the git evidence: "+err.Error())
-	}
-	out, err := g.run(ctx, o, append(cfg, "write-tree")...)
-	if err != nil {
-		return err
-	}
-	ev.Tree = strings.TrimSpace(string(out))
-	if !isObjectID(ev.Tree) {
-		return fmt.Errorf("write-tree: unexpected output %q", ev.Tree)
-	}
-	return nil
-}
-
 // CheckoutMayChange reports whether anything a user would see differs between two snapshots:
-// HEAD, the current branch, any ref, the staged index, the status, or the working tree. An
+// HEAD, the current branch, any ref, the staged index, the working tree or a submodule's files. An
 // incomplete snapshot counts as changed, so a retry guard built on it errs on the side of not
 // retrying.
 func CheckoutMayChange(before, after Evidence) bool {
@@ -171,7 +142,7 @@ func CheckoutMayChange(before, after Evidence) bool {
 		return true
 	}
 	if before.Head != after.Head || before.Ref != after.Ref || before.Tree != after.Tree ||
-		before.Index != after.Index || !bytes.Equal(before.Status, after.Status) {
+		before.Index != after.Index || before.Submodules != after.Submodules {
 		return true
 	}
 	if len(before.Refs) != len(after.Refs) {

@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -370,10 +369,41 @@ func TestEvidenceSubmoduleStaysGitlink(t *testing.T) {
 	if before.Tree != after.Tree {
 		t.Errorf("Tree changed for a file inside a submodule: the submodule was not kept as a gitlink")
 	}
-	if bytes.Equal(before.Status, after.Status) || !CheckoutMayChange(before, after) {
-		t.Errorf("the dirty submodule is not visible in Status/CheckoutMayChange")
+	if before.Submodules == after.Submodules || !CheckoutMayChange(before, after) {
+		t.Errorf("the dirty submodule is not visible in Submodules/CheckoutMayChange")
 	}
 	if got := gitT(t, filepath.Join(repo, "mod"), "status", "--porcelain"); got != "?? inside.txt" {
 		t.Errorf("submodule status: got %q, want the untracked file untouched", got)
+	}
+}
+
+// TestEvidenceKeepsBuiltinConversions: the snapshot drops filter programs, not git's built-in
+// conversions, so in a repository that stores LF and checks out CRLF the diff of an honest run
+// is the lines it changed, not the whole file.
+func TestEvidenceKeepsBuiltinConversions(t *testing.T) {
+	ctx := t.Context()
+	repo := newRepo(t, map[string]string{".gitattributes": "*.txt text eol=crlf\n", "a.txt": "one\ntwo\n"})
+	gitT(t, repo, "config", "core.autocrlf", "true")
+	os.Remove(filepath.Join(repo, "a.txt"))
+	gitT(t, repo, "checkout", "--", "a.txt") // now CRLF on disk, LF in the index
+	if data, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(data) != "one\r\ntwo\r\n" {
+		t.Fatalf("checkout: got %q, want CRLF", data)
+	}
+	g := &Git{}
+	before, err := g.Evidence(ctx, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(repo, "a.txt"), "one\r\ntwo\r\nthree\r\n")
+	after, err := g.Inspect(ctx, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.Compare(ctx, before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.ChangedFiles, []FileChange{{Path: "a.txt", Status: "M", Added: 1}}) || strings.Contains(c.Diff, "\r") {
+		t.Errorf("got %+v\n%q\nwant one added line, stored as LF", c.ChangedFiles, c.Diff)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -86,6 +86,15 @@ type runOpts struct {
 	dir    string
 	env    []string  // extra KEY=value, applied last
 	stdout io.Writer // nil: collect into the returned bytes
+	stdin  io.Reader // nil: /dev/null
+	// repo pins the call to a repository recorded before a run (see Repo.pin): explicit git
+	// dir, common dir, work tree and index, no discovery, and no program a repository's
+	// config could name. shadow, when set, is the private git dir the call runs in instead of
+	// the repository's (see Repo.shadow). index is the index file it uses ("" = a path that
+	// does not exist).
+	repo   *Repo
+	shadow string
+	index  string
 }
 
 func (g *Git) environ(extra []string) []string {
@@ -120,10 +129,22 @@ func (g *Git) run(ctx context.Context, o runOpts, args ...string) ([]byte, error
 		path = "git"
 	}
 	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
+	env := o.env
+	if o.repo != nil {
+		full = slices.Clip(pinnedConfig)
+		if o.shadow != "" {
+			full = append(full, o.repo.settings...)
+		}
+		full = append(full, args...)
+		env = append(o.repo.pin(o.shadow, o.index), o.env...)
+		if o.dir == "" {
+			o.dir = o.repo.Top
+		}
+	}
 	cmd := command(ctx, path, full...)
 	cmd.Dir = o.dir
-	cmd.Env = g.environ(o.env)
-	cmd.Stdin = nil
+	cmd.Env = g.environ(env)
+	cmd.Stdin = o.stdin
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	if o.stdout != nil {
@@ -224,55 +245,12 @@ func isObjectID(s string) bool {
 	return true
 }
 
-// repoInfo is where a directory's repository lives.
-type repoInfo struct {
-	top       string // work tree root
-	commonDir string // absolute git common dir (shared by all worktrees)
-	index     string // absolute path of this work tree's index file
-}
-
-// inspect resolves dir's repository in one git call.
-func (g *Git) inspect(ctx context.Context, dir string) (repoInfo, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		if err == nil {
-			err = errors.New("not a directory")
-		}
-		return repoInfo{}, fmt.Errorf("%w: %s: %v", ErrNotGit, dir, err)
-	}
-	out, err := g.run(ctx, runOpts{dir: dir}, "rev-parse", "--is-inside-work-tree", "--show-toplevel",
-		"--git-common-dir", "--git-path", "index")
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) > 0 && lines[0] == "false" {
-		return repoInfo{}, fmt.Errorf("%w: %s", ErrNotGit, dir)
-	}
-	if err != nil {
-		var ge *GitError
-		// git has no exit code of its own for "no repository"; its message is the only signal,
-		// and this is the one place where it is read.
-		if errors.As(err, &ge) && ge.ExitCode == 128 && strings.Contains(ge.Stderr, "not a git repository") {
-			return repoInfo{}, fmt.Errorf("%w: %s", ErrNotGit, dir)
-		}
-		return repoInfo{}, fmt.Errorf("git repository of %s: %w", dir, err)
-	}
-	if len(lines) != 4 || lines[0] != "true" {
-		return repoInfo{}, fmt.Errorf("git repository of %s: unexpected rev-parse output %q", dir, out)
-	}
-	top := filepath.Clean(lines[1])
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		return filepath.Join(dir, p)
-	}
-	return repoInfo{top: top, commonDir: abs(lines[2]), index: abs(lines[3])}, nil
-}
-
 // TopLevel returns the root of the work tree that contains dir. It returns an error wrapping
 // ErrNotGit when dir does not exist or is not inside a work tree (including a bare repository
 // and a directory inside .git).
 func (g *Git) TopLevel(ctx context.Context, dir string) (string, error) {
-	info, err := g.inspect(ctx, dir)
-	return info.top, err
+	repo, err := g.Open(ctx, dir)
+	return repo.Top, err
 }
 
 // ResolveCommit returns the full commit id that rev names in dir's repository. rev is checked

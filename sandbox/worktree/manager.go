@@ -7,11 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 // DefaultRootName is the directory under os.TempDir() that holds our worktrees.
@@ -46,11 +50,14 @@ type Worktree struct {
 	Path string
 	// Commit is the commit it is checked out at (the repository's HEAD when it was added).
 	Commit string
+	// Repo is the worktree's layout recorded right after it was created, before anything ran
+	// in it: Path, its own git dir <common>/worktrees/<name> and the repository's common dir.
+	// Touched and Remove use these paths only; the worktree's .git file and the pointers in
+	// its git dir are never read again.
+	Repo Repo
 
-	m         *Manager
-	repo      string // main work tree root of the repository it was added from
-	commonDir string
-	entry     string // our private dir holding owner.json and Path
+	m     *Manager
+	entry string // our private dir holding owner.json and Path
 
 	mu      sync.Mutex
 	removed bool
@@ -128,12 +135,13 @@ func (m *Manager) lock(ctx context.Context, commonDir string) (unlock func(), er
 }
 
 // owner is the content of owner.json, which lets Sweep tell a crashed server's leftovers from
-// a live server's worktrees.
+// a live server's worktrees and remove them by recorded paths.
 type owner struct {
 	Tool         string    `json:"tool"`
 	PID          int       `json:"pid"`
-	PIDStartTime uint64    `json:"pidStartTime"` // 0 when unknown on this platform
-	Repo         string    `json:"repo"`         // git common dir
+	PIDStartTime uint64    `json:"pidStartTime"`    // 0 when unknown on this platform
+	Repo         string    `json:"repo"`            // git common dir
+	Admin        string    `json:"admin,omitempty"` // the worktree's own git dir, once created
 	Created      time.Time `json:"created"`
 }
 
@@ -142,10 +150,11 @@ const ownerTool = "cline-mcp"
 // Add creates a detached worktree of repoDir's HEAD commit in a new private directory
 // (0700) Root/<instance>-<random>/wt. It returns an error wrapping ErrNotGit when repoDir is not
 // inside a work tree, and a *SetupError for everything else, including a repository without
-// commits. On error nothing is left behind.
+// commits and a Root that is not a private directory of this user. On error nothing is left
+// behind.
 func (m *Manager) Add(ctx context.Context, repoDir string) (*Worktree, error) {
 	g := m.git()
-	info, err := g.inspect(ctx, repoDir)
+	src, err := g.Open(ctx, repoDir)
 	if errors.Is(err, ErrNotGit) {
 		return nil, err
 	}
@@ -153,41 +162,64 @@ func (m *Manager) Add(ctx context.Context, repoDir string) (*Worktree, error) {
 		return nil, &SetupError{Repo: repoDir, Err: err}
 	}
 	if err := m.init(); err != nil {
-		return nil, &SetupError{Repo: info.top, Err: err}
+		return nil, &SetupError{Repo: src.Top, Err: err}
 	}
-	commit, err := g.ResolveCommit(ctx, info.top, "HEAD")
+	commit, err := g.ResolveCommit(ctx, src.Top, "HEAD")
 	if errors.Is(err, ErrNoCommit) {
-		return nil, &SetupError{Repo: info.top, Err: errors.New("the repository has no commits yet, so there is nothing to check out")}
+		return nil, &SetupError{Repo: src.Top, Err: errors.New("the repository has no commits yet, so there is nothing to check out")}
 	}
 	if err != nil {
-		return nil, &SetupError{Repo: info.top, Err: err}
+		return nil, &SetupError{Repo: src.Top, Err: err}
 	}
-	entry, err := m.newEntry(info.commonDir)
+	o := owner{Tool: ownerTool, PID: os.Getpid(), Repo: src.CommonDir, Created: time.Now().UTC()}
+	o.PIDStartTime = proc.Self().Start
+	entry, err := m.newEntry(o)
 	if err != nil {
-		return nil, &SetupError{Repo: info.top, Err: err}
+		return nil, &SetupError{Repo: src.Top, Err: err}
 	}
-	wt := &Worktree{Path: filepath.Join(entry, "wt"), Commit: commit, m: m, repo: info.top,
-		commonDir: info.commonDir, entry: entry}
+	wt := &Worktree{Path: filepath.Join(entry, "wt"), Commit: commit, m: m, entry: entry,
+		Repo: Repo{Top: filepath.Join(entry, "wt"), CommonDir: src.CommonDir}}
 
-	unlock, err := m.lock(ctx, info.commonDir)
+	unlock, err := m.lock(ctx, src.CommonDir)
 	if err != nil {
 		os.RemoveAll(entry)
-		return nil, &SetupError{Repo: info.top, Err: err}
+		return nil, &SetupError{Repo: src.Top, Err: err}
 	}
-	_, err = g.run(ctx, runOpts{dir: info.top}, "worktree", "add", "--detach", "--end-of-options", wt.Path, commit)
+	_, err = g.run(ctx, runOpts{dir: src.Top}, "worktree", "add", "--detach", "--end-of-options", wt.Path, commit)
+	if err == nil {
+		// Nothing has run in the new worktree yet, so asking git where its git dir is can be
+		// trusted; from here on only the record is used.
+		var rec Repo
+		if rec, err = g.Open(ctx, wt.Path); err == nil {
+			err = wt.adopt(rec, src)
+		}
+		if err == nil {
+			o.Admin = wt.Repo.GitDir
+			err = writeOwner(entry, o)
+		}
+	}
 	unlock()
 	if err != nil {
 		// git may have registered the worktree before failing (or before ctx killed it).
 		if rerr := wt.Remove(ctx); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		return nil, &SetupError{Repo: info.top, Err: fmt.Errorf("worktree add %s: %w", commit, err)}
+		return nil, &SetupError{Repo: src.Top, Err: fmt.Errorf("worktree add %s: %w", commit, err)}
 	}
 	return wt, nil
 }
 
-// newEntry creates Root/<instance>-<random> with its owner.json.
-func (m *Manager) newEntry(commonDir string) (string, error) {
+// adopt checks the freshly created worktree's layout and records it.
+func (w *Worktree) adopt(rec Repo, src Repo) error {
+	if rec.Top != w.Path || rec.CommonDir != src.CommonDir || filepath.Dir(rec.GitDir) != filepath.Join(src.CommonDir, "worktrees") {
+		return fmt.Errorf("unexpected layout of the new worktree: top %s, git dir %s, common dir %s", rec.Top, rec.GitDir, rec.CommonDir)
+	}
+	w.Repo = rec
+	return nil
+}
+
+// newEntry creates Root/<instance>-<random> (0700, checked) with its owner.json.
+func (m *Manager) newEntry(o owner) (string, error) {
 	root := m.root()
 	if err := ensureRoot(root); err != nil {
 		return "", err
@@ -207,33 +239,88 @@ func (m *Manager) newEntry(commonDir string) (string, error) {
 	if entry == "" {
 		return "", fmt.Errorf("worktree entry in %s: name collisions", root)
 	}
-	pid := os.Getpid()
-	start, _ := processStartTime(pid)
-	data, err := json.Marshal(owner{Tool: ownerTool, PID: pid, PIDStartTime: start, Repo: commonDir, Created: time.Now().UTC()})
+	err := makePrivate(entry)
 	if err == nil {
-		err = os.WriteFile(filepath.Join(entry, "owner.json"), data, 0o600)
+		err = writeOwner(entry, o)
 	}
 	if err != nil {
 		os.RemoveAll(entry)
-		return "", fmt.Errorf("worktree owner file %s: %w", entry, err)
+		return "", fmt.Errorf("worktree entry %s: %w", entry, err)
 	}
 	return entry, nil
 }
 
+// writeOwner replaces entry/owner.json atomically.
+func writeOwner(entry string, o owner) error {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(entry, ".owner.json.tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("worktree owner file %s: %w", entry, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(entry, "owner.json")); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("worktree owner file %s: %w", entry, err)
+	}
+	return nil
+}
+
 // ensureRoot creates root (0700) or checks that an existing one is a private directory of
-// ours, so another local user cannot plant or read worktrees in a shared temp dir.
+// this user (CheckRoot), so another local user cannot plant or read worktrees in a shared temp
+// dir. A root that fails the check is left as it is.
 func ensureRoot(root string) error {
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(root), 0o700); err != nil {
 		return fmt.Errorf("worktree root %s: %w", root, err)
 	}
+	if err := os.Mkdir(root, 0o700); err == nil {
+		return makePrivate(root) // ours, just made: only the umask could have narrowed it
+	} else if !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("worktree root %s: %w", root, err)
+	}
+	return checkRoot(root)
+}
+
+// checkRoot reports whether an existing root can be trusted: a real directory (not a
+// symlink), owned by this user, mode 0700.
+func checkRoot(root string) error {
 	fi, err := os.Lstat(root)
 	if err != nil {
 		return fmt.Errorf("worktree root %s: %w", root, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("worktree root %s: not a directory (a symlink?)", root)
+		return fmt.Errorf("worktree root %s: not a directory (a symlink?); remove it or pass --worktree-root", root)
 	}
-	return checkPrivate(root, fi)
+	if err := checkPrivate(fi); err != nil {
+		return fmt.Errorf("worktree root %s: %w; fix it (chmod 700, or remove it) or pass --worktree-root", root, err)
+	}
+	return nil
+}
+
+// CheckRoot reports a worktree root that exists but may not be trusted (see Add). A root that
+// does not exist yet is fine: Add creates it.
+func (m *Manager) CheckRoot() error {
+	root := m.root()
+	if _, err := os.Lstat(root); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return checkRoot(root)
+}
+
+// makePrivate sets a directory this process just created to 0700 and checks the result.
+func makePrivate(dir string) error {
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	return checkPrivate(fi)
 }
 
 func randomHex(n int) string {
@@ -242,10 +329,14 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// Remove deletes the worktree: `git worktree remove --force --force`, `git worktree prune`,
-// then its private directory. It runs to completion even when ctx is already cancelled (on
-// context.WithoutCancel(ctx) with CleanupTimeout). It is idempotent and safe for concurrent
-// use; a worktree that is already gone counts as removed. Failure is a *CleanupError.
+// Remove deletes the worktree by the paths recorded when it was created: its directory, then
+// its own git dir <common>/worktrees/<name> (which is all `git worktree remove` does, and
+// what drops the registration). It never reads the worktree's .git file or the pointers in its
+// git dir, which a run may have rewritten to name another worktree, and runs no `git worktree
+// prune`, which would judge the user's other worktrees. Nothing is followed through a symlink.
+// It runs to completion even when ctx is already cancelled (on context.WithoutCancel(ctx) with
+// CleanupTimeout). It is idempotent and safe for concurrent use; a worktree that is already
+// gone counts as removed. Failure is a *CleanupError.
 func (w *Worktree) Remove(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -254,68 +345,111 @@ func (w *Worktree) Remove(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
-	if err := w.m.removeEntry(ctx, w.repo, w.commonDir, w.entry); err != nil {
+	if err := w.m.removeEntry(ctx, w.Repo.CommonDir, w.Repo.GitDir, w.entry); err != nil {
 		return &CleanupError{Path: w.Path, Err: err}
 	}
 	w.removed = true
 	return nil
 }
 
-// removeEntry removes entry/wt from the repository's worktree list and deletes entry. repo is
-// a work tree of the repository or "" to address it through commonDir alone.
-func (m *Manager) removeEntry(ctx context.Context, repo, commonDir, entry string) error {
-	g := m.git()
+// removeEntry deletes entry/wt, the worktree's git dir admin (found by its gitdir file when
+// the record has none: a worktree whose creation failed half-way, or a crashed server's) and
+// entry itself.
+func (m *Manager) removeEntry(ctx context.Context, commonDir, admin, entry string) error {
 	unlock, err := m.lock(ctx, commonDir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	o := runOpts{dir: repo}
-	pre := []string{}
-	if repo == "" || !isDir(repo) {
-		o.dir = commonDir
-		pre = []string{"--git-dir=" + commonDir}
-	}
 	wt := filepath.Join(entry, "wt")
 	var errs []error
-	if _, err := os.Lstat(wt); err == nil {
-		if _, err := g.run(ctx, o, append(pre, "worktree", "remove", "--force", "--force", "--end-of-options", wt)...); err != nil {
-			// Fall back to deleting the files; prune then drops the registration.
-			if rerr := os.RemoveAll(wt); rerr != nil {
-				errs = append(errs, err, rerr)
-			}
-		}
+	if err := removeTree(wt); err != nil {
+		errs = append(errs, err)
 	}
-	if isDir(commonDir) {
-		if _, err := g.run(ctx, o, append(pre, "worktree", "prune")...); err != nil {
+	if admin == "" {
+		admin = findAdmin(commonDir, wt)
+	}
+	if admin != "" {
+		if err := removeAdmin(commonDir, admin); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.RemoveAll(entry); err != nil {
+	if err := removeTree(entry); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
+// removeAdmin deletes a worktree's git dir, but only a real directory directly inside
+// <commonDir>/worktrees.
+func removeAdmin(commonDir, admin string) error {
+	if filepath.Dir(admin) != filepath.Join(commonDir, "worktrees") {
+		return fmt.Errorf("worktree git dir %s is not inside %s/worktrees; left alone", admin, commonDir)
+	}
+	fi, err := os.Lstat(admin)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("worktree git dir %s is not a directory; left alone", admin)
+	}
+	return removeTree(admin)
+}
+
+// findAdmin returns the git dir under <commonDir>/worktrees whose gitdir file names wt/.git
+// exactly, or "".
+func findAdmin(commonDir, wt string) string {
+	dir := filepath.Join(commonDir, "worktrees")
+	list, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	want := filepath.Join(wt, ".git")
+	for _, de := range list {
+		if !de.IsDir() {
+			continue
+		}
+		b, err := readSmall(filepath.Join(dir, de.Name(), "gitdir"))
+		if err == nil && filepath.Clean(strings.TrimSpace(string(b))) == want {
+			return filepath.Join(dir, de.Name())
+		}
+	}
+	return ""
+}
+
+// removeTree deletes p and everything below it without following symlinks (os.RemoveAll
+// unlinks a link, never its target). Directories a run made unwritable are opened up first.
+func removeTree(p string) error {
+	if err := os.RemoveAll(p); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() { // a symlink is never IsDir here
+			_ = os.Chmod(q, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(p)
 }
 
 // Touched lists the files Cline changed inside the worktree relative to its commit: modified,
-// deleted and renamed tracked files and new untracked (non-ignored) files. The worktree's index
-// is not written.
+// deleted and renamed tracked files and new untracked (non-ignored) files. It crosses the trust
+// boundary like Inspect: it uses only wt.Repo, recorded at creation, and runs nothing the run
+// could have configured. The worktree's index is not written.
 func (m *Manager) Touched(ctx context.Context, wt *Worktree) ([]FileChange, error) {
 	g := m.git()
-	info, err := g.inspect(ctx, wt.Path)
+	ev := Evidence{Repo: wt.Repo, Dir: wt.Repo.Top}
+	if err := g.snapshot(ctx, &ev.Repo, &ev); err != nil {
+		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
+	}
+	o, _, done, err := ev.Repo.shadowed()
 	if err != nil {
 		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
 	}
-	var ev Evidence
-	if err := g.snapshotTrees(ctx, info, &ev); err != nil {
-		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
-	}
-	files, _, err := g.diffFiles(ctx, info.top, wt.Commit, ev.Tree)
+	defer done()
+	files, _, err := g.diffFiles(ctx, o, wt.Commit, ev.Tree)
 	if err != nil {
 		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
 	}

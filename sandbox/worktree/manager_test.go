@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 func newManager(t *testing.T) *Manager {
@@ -311,7 +313,7 @@ func TestSweep(t *testing.T) {
 	}
 	rewriteOwner(t, dead, func(o *owner) { o.PID = child.Process.Pid; o.PIDStartTime = 1 })
 	// Our own pid with another start time: the pid was reused by an unrelated process.
-	if _, ok := processStartTime(os.Getpid()); ok {
+	if proc.Self().Start != 0 {
 		rewriteOwner(t, reused, func(o *owner) { o.PIDStartTime++ })
 	} else {
 		reused = nil
@@ -432,28 +434,47 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 	}
 }
 
-func TestRootIsMadePrivate(t *testing.T) {
+func TestRootNotPrivateIsReportedAndLeftAlone(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows has no POSIX mode bits; the per-user temp dir is private")
 	}
 	m := newManager(t)
+	if err := m.CheckRoot(); err != nil {
+		t.Errorf("CheckRoot of a root that does not exist yet: got %v, want nil", err)
+	}
 	if err := os.MkdirAll(m.Root, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(m.Root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wt, err := m.Add(t.Context(), newRepo(t, nil))
-	if err != nil {
+	// A leftover a widened root would expose to the sweeper.
+	leftover := filepath.Join(m.Root, "test-0123456789abcdef")
+	if err := os.Mkdir(leftover, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { wt.Remove(context.Background()) })
-	if fi, err := os.Stat(m.Root); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Errorf("root mode: got %v (%v), want 0700", fi.Mode().Perm(), err)
+	var se *SetupError
+	if _, err := m.Add(t.Context(), newRepo(t, nil)); !errors.As(err, &se) || !strings.Contains(err.Error(), "0700") {
+		t.Errorf("Add under a 0755 root: got %v, want a SetupError naming the mode", err)
+	}
+	if err := m.CheckRoot(); err == nil || !strings.Contains(err.Error(), "0700") {
+		t.Errorf("CheckRoot: got %v, want an error naming the mode", err)
+	}
+	if _, err := m.Sweep(t.Context()); err == nil {
+		t.Errorf("Sweep under a 0755 root: got nil, want the root reported")
+	}
+	if fi, err := os.Stat(m.Root); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("root mode: got %v (%v), want it left at 0755", fi.Mode().Perm(), err)
+	}
+	if _, err := os.Stat(leftover); err != nil {
+		t.Errorf("an entry under an untrusted root was touched: %v", err)
+	}
+	if entries, _ := os.ReadDir(m.Root); len(entries) != 1 {
+		t.Errorf("root entries: got %d, want only the leftover", len(entries))
 	}
 }
 
-func TestLayoutOfLinkedWorktree(t *testing.T) {
+func TestOpenLinkedWorktree(t *testing.T) {
 	ctx := t.Context()
 	repo := newRepo(t, map[string]string{"f.txt": "v1\n"})
 	m := newManager(t)
@@ -463,7 +484,7 @@ func TestLayoutOfLinkedWorktree(t *testing.T) {
 	}
 	t.Cleanup(func() { wt.Remove(context.Background()) })
 	g := &Git{}
-	main, err := g.Layout(ctx, repo)
+	main, err := g.Open(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,14 +492,14 @@ func TestLayoutOfLinkedWorktree(t *testing.T) {
 	if main.Top != resolved(t, repo) || main.GitDir != common || main.CommonDir != common {
 		t.Errorf("main layout: got %+v, want top %s and git dirs %s", main, resolved(t, repo), common)
 	}
-	linked, err := g.Layout(ctx, wt.Path)
+	linked, err := g.Open(ctx, wt.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if linked.Top != wt.Path || linked.CommonDir != common || filepath.Dir(linked.GitDir) != filepath.Join(common, "worktrees") {
 		t.Errorf("linked layout: got %+v, want top %s, common %s, git dir under %s/worktrees", linked, wt.Path, common, common)
 	}
-	if _, err := g.Layout(ctx, t.TempDir()); !errors.Is(err, ErrNotGit) {
-		t.Errorf("Layout of a plain dir: got %v, want ErrNotGit", err)
+	if _, err := g.Open(ctx, t.TempDir()); !errors.Is(err, ErrNotGit) {
+		t.Errorf("Open of a plain dir: got %v, want ErrNotGit", err)
 	}
 }

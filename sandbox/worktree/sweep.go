@@ -5,25 +5,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 // Sweep removes the leftovers of servers that died without cleaning up: every entry under Root
 // whose name has our pattern and whose owner.json names a process that no longer runs (or
-// whose pid now belongs to another process, told apart by its start time). Their worktrees are
-// deleted and pruned from the repository recorded in owner.json. Entries of live processes,
-// including this one, and anything that does not look like ours are never touched. Like Remove
-// it keeps going when ctx is cancelled, bounded by CleanupTimeout. It returns the entry
-// directories it removed; err joins the failures.
+// whose pid now belongs to another process, told apart by its start time). Their worktrees and
+// their git dirs in the repository recorded in owner.json are deleted by those recorded paths,
+// like Remove. Nothing under Root is trusted unless Root is a private directory of this user
+// (otherwise Sweep reports it and touches nothing) and the entry is a real 0700 directory of
+// this user with a regular owner.json; entries of live processes, including this one, and
+// anything that does not look like ours are never touched. Like Remove it keeps going when ctx
+// is cancelled, bounded by CleanupTimeout. It returns the entry directories it removed; err
+// joins the failures.
 func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	root := m.root()
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(root); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
+	if err := checkRoot(root); err != nil {
+		return nil, fmt.Errorf("worktree sweep: %w", err)
+	}
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("worktree sweep %s: %w", root, err)
 	}
@@ -33,7 +42,10 @@ func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
 			continue
 		}
 		entry := filepath.Join(root, e.Name())
-		data, err := os.ReadFile(filepath.Join(entry, "owner.json"))
+		if fi, err := os.Lstat(entry); err != nil || !fi.IsDir() || checkPrivate(fi) != nil {
+			continue
+		}
+		data, err := readSmall(filepath.Join(entry, "owner.json"))
 		if err != nil {
 			continue // no owner: not ours, or an entry being created right now
 		}
@@ -44,7 +56,7 @@ func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
 		if ownerAlive(o) {
 			continue
 		}
-		if err := m.removeEntry(ctx, "", o.Repo, entry); err != nil {
+		if err := m.removeEntry(ctx, o.Repo, o.Admin, entry); err != nil {
 			errs = append(errs, fmt.Errorf("worktree sweep %s: %w", entry, err))
 			continue
 		}
@@ -53,15 +65,23 @@ func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
 	return removed, errors.Join(errs...)
 }
 
-// ownerAlive reports whether the process that wrote o still runs. When the platform cannot
-// tell a start time, a live pid is trusted (never remove what might be in use).
+// ownerAlive reports whether the process that wrote o still runs (sandbox/proc: pid plus start
+// time, on Linux, macOS and Windows). Where that cannot be judged, the owner counts as alive:
+// never remove what might be in use.
 func ownerAlive(o owner) bool {
-	if !processAlive(o.PID) {
-		return false
+	if o.PIDStartTime != 0 {
+		return !proc.Gone(o.PID, o.PIDStartTime)
 	}
-	if o.PIDStartTime == 0 {
-		return true
+	_, err := proc.StartTime(o.PID)
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// readSmall reads a regular file of at most 64 KiB without following a symlink.
+func readSmall(p string) ([]byte, error) {
+	f, err := openRegular(p, 64<<10)
+	if err != nil {
+		return nil, err
 	}
-	start, ok := processStartTime(o.PID)
-	return !ok || start == o.PIDStartTime
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 64<<10))
 }

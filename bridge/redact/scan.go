@@ -47,7 +47,10 @@ type tokenRule struct {
 	needDigit bool // short runs must contain a digit or '*' ("sk-learn" is a library)
 }
 
-var tokenRules = []tokenRule{
+// looseRules are the Diagnostic-level token rules: shorter and looser than
+// the shapes, because a tail also shows test keys, masked keys (sk-***123)
+// and keys cut by the provider's error message.
+var looseRules = []tokenRule{
 	{prefix: "sk-", class: skChars, min: 6, needDigit: true}, // OpenAI, Anthropic (sk-ant-), sk-proj-
 	{prefix: "sk_live_", class: alnum, min: 10},              // Stripe
 	{prefix: "sk_test_", class: alnum, min: 10},
@@ -82,70 +85,214 @@ var tokenRules = []tokenRule{
 	{prefix: "dop_v1_", class: alnum, min: 40},   // DigitalOcean
 }
 
+// Level says how much a Redactor removes.
+type Level uint8
+
 const (
-	tNone byte = iota
-	tToken
-	tColon
-	tEq
-	tDash
+	// Precise is for what the user reads as content (answers, diffs,
+	// progress): known literal values and credential shapes only, so code
+	// and prose are never changed.
+	Precise Level = iota
+	// Diagnostic is for stderr/stdout tails, error messages and logs: on
+	// top of Precise, the name-based rules (KEY=value, "apiKey": "...",
+	// Authorization: ..., password: ...) and looser token shapes.
+	Diagnostic
+	numLevels
 )
 
+// Byte flags of the scanner, one table per level.
+const (
+	fWord  byte = 1 << iota // identifier byte: a word starts after a non-word byte
+	fColon                  // ':' — URL user-info, and "name: value" at Diagnostic
+	fEq                     // '=' — NAME=value, Diagnostic only
+	fDash                   // '-' — PEM private key blocks
+)
+
+// scanTable is what the scanner of one level looks at: byte flags, and
+// for every word start the pair of its first two bytes mapped to the
+// detectors that may start there (0: none).
+type scanTable struct {
+	flags   [256]byte
+	pairIdx [1 << 16]uint8
+	starts  []wordStart
+}
+
+// wordStart lists the detectors that may match at a word starting with one
+// pair of bytes.
+type wordStart struct {
+	shapes []*shape
+	loose  bool // the looser Diagnostic token rules (looseRules)
+	jwt    bool
+	auth   bool // "Bearer <token>", "Basic <base64>"
+}
+
 var (
-	trigger    [256]byte
-	rulesByFst [256][]tokenRule
+	tables     [numLevels]*scanTable
+	looseByFst [256][]tokenRule
 )
 
 func init() {
-	for _, r := range tokenRules {
-		trigger[r.prefix[0]] = tToken
-		rulesByFst[r.prefix[0]] = append(rulesByFst[r.prefix[0]], r)
+	compileShapes()
+	for _, r := range looseRules {
+		looseByFst[r.prefix[0]] = append(looseByFst[r.prefix[0]], r)
 	}
-	for _, c := range []byte("eBb") { // JWT, Bearer
-		trigger[c] = tToken
+	for lv := range numLevels {
+		t := &scanTable{starts: []wordStart{{}}}
+		for c := range 256 {
+			if isWord(byte(c)) {
+				t.flags[c] = fWord
+			}
+		}
+		t.flags[':'] = fColon
+		t.flags['-'] = fDash
+		t.flags['='] = fEq
+		// mark applies f to the entry of every key of prefix, creating
+		// entries as needed.
+		mark := func(prefix string, fold bool, f func(*wordStart)) {
+			for _, k := range pairKeys(prefix, fold) {
+				if t.pairIdx[k] == 0 {
+					t.starts = append(t.starts, wordStart{})
+					t.pairIdx[k] = uint8(len(t.starts) - 1)
+				}
+				f(&t.starts[t.pairIdx[k]])
+			}
+		}
+		for _, s := range compiled {
+			for _, p := range s.prefixes {
+				mark(p, s.fold, func(w *wordStart) { w.shapes = appendOnce(w.shapes, s) })
+			}
+		}
+		mark("eyJ", false, func(w *wordStart) { w.jwt = true })
+		mark("BEARER", true, func(w *wordStart) { w.auth = true })
+		mark("BASIC", true, func(w *wordStart) { w.auth = true })
+		if lv == Diagnostic {
+			for _, r := range looseRules {
+				mark(r.prefix, false, func(w *wordStart) { w.loose = true })
+			}
+		}
+		if len(t.starts) > 255 {
+			panic("redact: too many word-start pairs")
+		}
+		tables[lv] = t
 	}
-	trigger[':'] = tColon
-	trigger['='] = tEq
-	trigger['-'] = tDash
 }
 
-// scan appends to sp the spans of b that hold secrets, sorted and merged.
-// open reports a private key block whose END line is not in b (the caller
-// streaming lines keeps redacting until it sees one).
-func (r *Redactor) scan(b []byte, sp []span) (_ []span, open bool) {
+// pairKeys returns the keys of the first two bytes of prefix, in every
+// case when fold.
+func pairKeys(prefix string, fold bool) []uint16 {
+	a, b := prefix[0], prefix[1]
+	if !fold {
+		return []uint16{uint16(a)<<8 | uint16(b)}
+	}
+	var keys []uint16
+	for _, x := range caseVariants(a) {
+		for _, y := range caseVariants(b) {
+			keys = append(keys, uint16(x)<<8|uint16(y))
+		}
+	}
+	return keys
+}
+
+func caseVariants(c byte) []byte {
+	switch {
+	case isUpper(c):
+		return []byte{c, c - 'A' + 'a'}
+	case isLower(c):
+		return []byte{c, c - 'a' + 'A'}
+	}
+	return []byte{c}
+}
+
+func appendOnce(list []*shape, s *shape) []*shape {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// scan appends to sp the spans of b that hold secrets at level lv, sorted
+// and merged. open reports a private key block whose END line is not in b
+// (the caller streaming lines keeps redacting until it sees one).
+func (r *Redactor) scan(b []byte, sp []span, lv Level) (_ []span, open bool) {
+	t := tables[lv]
 	noJWT := 0 // no JWT starts before this index (keeps "eyJ-eyJ-..." linear)
-	for i := 0; i < len(b); i++ {
-		switch trigger[b[i]] {
-		case tNone:
+	n := len(b)
+	flags := &t.flags
+	for i := 0; i < n; i++ {
+		f := flags[b[i]]
+		if f == 0 {
 			continue
-		case tToken:
-			if i == 0 || !isWord(b[i-1]) {
-				if e, ok := tokenAt(b, i, &noJWT); ok {
-					sp = append(sp, span{i, e})
-					i = e - 1
-				} else if s, e, ok := bearerAt(b, i); ok {
-					sp = append(sp, span{s, e})
-					i = e - 1
+		}
+		if f == fWord {
+			// b[i] starts a word: the loop skips the rest of every word.
+			if i+1 < n {
+				if w := t.pairIdx[uint16(b[i])<<8|uint16(b[i+1])]; w != 0 {
+					if s, e, ok := wordAt(b, i, &t.starts[w], lv, &noJWT); ok {
+						sp = append(sp, span{s, e})
+						i = e - 1
+					}
 				}
 			}
-		case tColon:
-			n := len(sp)
-			sp = urlPassword(b, i, colonValue(b, i, sp))
-			i = skipTo(sp, n, i)
-		case tEq:
-			n := len(sp)
-			sp = equalsValue(b, i, sp)
-			i = skipTo(sp, n, i)
-		case tDash:
-			if s, e, o, ok := pemBody(b, i); ok {
-				if e > s {
-					sp = append(sp, span{s, e})
+			j := i + 1
+			for ; j < len(b); j++ {
+				if flags[b[j]] != fWord {
+					break
 				}
+			}
+			i = j - 1
+			continue
+		}
+		switch f {
+		case fColon:
+			m := len(sp)
+			sp = colonValue(b, i, sp, lv)
+			sp = urlPassword(b, i, sp, lv)
+			i = skipTo(sp, m, i)
+		case fEq:
+			m := len(sp)
+			sp = equalsValue(b, i, sp, lv)
+			i = skipTo(sp, m, i)
+		case fDash:
+			if s, e, o, ok := pemBody(b, i, lv); ok {
+				sp = pemLines(b, s, e, sp)
 				open = open || o
 				i = max(i, e-1)
 			}
 		}
 	}
 	return merge(r.literalSpans(b, sp)), open
+}
+
+// wordAt tries the detectors of a word start at b[i] and returns the span
+// to redact.
+func wordAt(b []byte, i int, w *wordStart, lv Level, noJWT *int) (int, int, bool) {
+	for _, s := range w.shapes {
+		if e, ok := s.matchAt(b, i); ok {
+			return i, e, true
+		}
+	}
+	if w.loose {
+		if e, ok := looseAt(b, i); ok {
+			return i, e, true
+		}
+	}
+	if w.jwt && i >= *noJWT {
+		e, ok := jwtAt(b, i)
+		if ok {
+			return i, e, true
+		}
+		// Any "eyJ" inside this base64url run ends the run at the same
+		// byte and fails the same way.
+		*noJWT = run(b, i, b64url)
+	}
+	if w.auth {
+		if s, e, ok := authAt(b, i, lv); ok {
+			return s, e, true
+		}
+	}
+	return 0, 0, false
 }
 
 // skipTo returns where scanning continues after a detector at i appended
@@ -185,10 +332,10 @@ func run(b []byte, i int, c *charClass) int {
 	return i
 }
 
-// tokenAt matches a self-identifying credential or a JWT starting at b[i]
-// and returns its end.
-func tokenAt(b []byte, i int, noJWT *int) (int, bool) {
-	for _, r := range rulesByFst[b[i]] {
+// looseAt matches a Diagnostic-level token rule at b[i] and returns its
+// end.
+func looseAt(b []byte, i int) (int, bool) {
+	for _, r := range looseByFst[b[i]] {
 		if !bytes.HasPrefix(b[i:], []byte(r.prefix)) {
 			continue
 		}
@@ -202,15 +349,6 @@ func tokenAt(b []byte, i int, noJWT *int) (int, bool) {
 			continue
 		}
 		return e, true
-	}
-	if b[i] == 'e' && i >= *noJWT {
-		e, ok := jwtAt(b, i)
-		if !ok {
-			// Any "eyJ" inside this base64url run ends the run at the same
-			// byte and fails the same way.
-			*noJWT = run(b, i, b64url)
-		}
-		return e, ok
 	}
 	return 0, false
 }
@@ -234,27 +372,6 @@ func jwtAt(b []byte, i int) (int, bool) {
 		e = run(b, e+1, b64url)
 	}
 	return e, true
-}
-
-// bearerAt matches "Bearer <token>" and returns the token's span; the word
-// Bearer stays so readers still see what kind of credential was there.
-func bearerAt(b []byte, i int) (int, int, bool) {
-	if len(b)-i < 8 || !eqFold(b[i:i+6], "BEARER") {
-		return 0, 0, false
-	}
-	j := i + 6
-	s := j
-	for s < len(b) && (b[s] == ' ' || b[s] == '\t') {
-		s++
-	}
-	if s == j {
-		return 0, 0, false
-	}
-	e := run(b, s, bearerChars)
-	if e-s < 4 || isWordy(b[s:e]) {
-		return 0, 0, false
-	}
-	return s, e, true
 }
 
 // isWordy reports a plain word ("token", "Authentication", "NONE"): letters
