@@ -18,7 +18,9 @@ func TestMountsFromTheRecord(t *testing.T) {
 	rw := func(p string) sandbox.Mount { return sandbox.Mount{Source: p, Target: p} }
 	ro := func(p string) sandbox.Mount { return sandbox.Mount{Source: p, Target: p, ReadOnly: true} }
 	// back: writable, and an engine that copies brings the run's changes back (apply only).
-	back := func(p string) sandbox.Mount { return sandbox.Mount{Source: p, Target: p, Return: sandbox.Return{Tree: true}} }
+	back := func(p string) sandbox.Mount {
+		return sandbox.Mount{Source: p, Target: p, Return: sandbox.Return{Tree: true}}
+	}
 	tests := []struct {
 		name string
 		tool Tool
