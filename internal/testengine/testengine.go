@@ -47,13 +47,15 @@ type Engine struct {
 	ifaces []string
 }
 
-// interfaceNames are the host's lasting network interfaces: not the veth pairs containers of
-// other engines create and delete all the time.
+// interfaceNames are the host's lasting network interfaces that a misconfigured private engine
+// could take down: the loopback, the physical ones and the default engine's docker0. Bridges of
+// user-defined networks (br-*) and veth pairs come and go with other tests' containers and
+// networks, so they are not watched.
 func interfaceNames() []string {
 	list, _ := net.Interfaces()
 	names := make([]string, 0, len(list))
 	for _, i := range list {
-		if !strings.HasPrefix(i.Name, "veth") {
+		if !strings.HasPrefix(i.Name, "veth") && !strings.HasPrefix(i.Name, "br-") {
 			names = append(names, i.Name)
 		}
 	}
