@@ -12,6 +12,9 @@ import (
 )
 
 func main() {
+	if isShell(os.Args[0]) { // /bin/bash and /bin/sh of the fake image (shell.go)
+		os.Exit(shellMain(os.Args))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -165,5 +168,6 @@ func run(args []string) int {
 		rec.concurrent = n
 	}
 	writeRecord(rec)
+	probeMachineID()
 	return sc.run(s)
 }
