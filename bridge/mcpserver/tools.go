@@ -79,8 +79,8 @@ func (s toolSpec) inputSchema() json.RawMessage {
 		props = append(props, `"systemPrompt":{"type":"string","description":"Replaces Cline's system prompt (-s)."}`)
 	}
 	props = append(props,
-		`"provider":{"type":"string","pattern":"^[A-Za-z0-9._:/@-]{1,120}$","description":"Provider id override (-P); the user's saved default is restored afterwards."}`,
-		`"model":{"type":"string","pattern":"^[A-Za-z0-9._:/@-]{1,120}$","description":"Model id override (-m); the user's saved default is restored afterwards."}`,
+		`"provider":{"type":"string","pattern":"^[A-Za-z0-9._:/@-]{1,120}$","description":"Provider id override (-P) for this call only; the user's saved settings never change."}`,
+		`"model":{"type":"string","pattern":"^[A-Za-z0-9._:/@-]{1,120}$","description":"Model id override (-m) for this call only; the user's saved settings never change."}`,
 		`"isolation":{"type":"string","enum":["host","docker"],"description":"Ask for stronger isolation than the server's floor: docker runs Cline in a hardened container."}`,
 	)
 	required := `["prompt"]`

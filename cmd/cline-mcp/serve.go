@@ -29,7 +29,7 @@ import (
 // calls finish their cleanup.
 func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, stdout io.Writer) int {
 	// A client that died closes our stdout: a write to it must fail (EPIPE, logged), not kill
-	// the server with SIGPIPE halfway through stopping Cline and restoring settings for the
+	// the server with SIGPIPE halfway through stopping Cline and merging settings back for the
 	// calls still running.
 	signal.Ignore(syscall.SIGPIPE)
 	runner, cleanup, err := buildRunner(ctx, cfg, log)
