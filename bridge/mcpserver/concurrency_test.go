@@ -286,3 +286,34 @@ func TestQueuedCallCancelledNeverSpawns(t *testing.T) {
 		t.Errorf("got %d CLI runs, want 2", n)
 	}
 }
+
+// TestApplyOnOneCheckoutAcrossServers: two servers (two MCP clients in one project) apply on the same
+// checkout: the second waits for the first — it says so — and each diff holds only its own file.
+func TestApplyOnOneCheckoutAcrossServers(t *testing.T) {
+	a := newEnv(t)
+	b := newEnvLike(t, a)
+	gitInit(t, a.work, map[string]string{"README.md": "hello\n"})
+	release := filepath.Join(a.root, "release")
+	first := a.launch("apply_cline_edits", map[string]any{"prompt": "go fake:edit?path=a.txt&content=A&wait_file=" + release}, "apply-a")
+	a.waitRecords(1)
+	second := b.launch("apply_cline_edits", map[string]any{"prompt": "go fake:edit?path=b.txt&content=B"}, "apply-b")
+	waitProgress(t, b.sess, "apply-b", "another cline-mcp process runs apply_cline_edits on this checkout")
+	if n := len(a.records()); n != 1 {
+		t.Fatalf("got %d CLI runs while the other server's apply held the checkout, want 1", n)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		b    *background
+		want string
+	}{{first, "a.txt"}, {second, "b.txt"}} {
+		sc := c.b.wait(t)
+		if sc["ok"] != true {
+			t.Fatalf("apply failed: %v", sc["message"])
+		}
+		if files := mcpsession.ChangedFiles(sc); len(files) != 1 || files[c.want] == "" {
+			t.Errorf("diff of the run that wrote %s holds %v, want only its own file", c.want, files)
+		}
+	}
+}

@@ -55,6 +55,10 @@ type Config struct {
 	// MaxConcurrent bounds the calls that run at once (Cline processes or containers, with their
 	// worktrees and git work); later calls wait in arrival order. 0 = no limit.
 	MaxConcurrent int
+	// CheckoutLocks, when set, is a private directory of the user where apply_cline_edits takes a
+	// lock per checkout that all cline-mcp processes share; "" orders applies within this process
+	// only.
+	CheckoutLocks string
 
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
@@ -213,19 +217,37 @@ func (k *call) do(ctx context.Context) Result {
 }
 
 // waitTurn waits until the call may run: first, for apply_cline_edits, until no other apply on the
-// same checkout runs (so each diff holds exactly its own run's changes; it waits without holding a
-// slot, so it never blocks other work), then for one of the MaxConcurrent slots. A waiting call
-// reports its position as progress. A cancel while waiting ends the call before anything started.
+// same checkout runs — in this process (in arrival order) and, with CheckoutLocks, in any other
+// cline-mcp process of the user — so each diff holds exactly its own run's changes (it waits without
+// holding a slot, so it never blocks other work); then for one of the MaxConcurrent slots. A waiting
+// call reports its position as progress. A cancel while waiting ends the call before anything
+// started.
 func (k *call) waitTurn(ctx context.Context) (func(), error) {
 	release := func() {}
 	if k.Tool == ApplyClineEdits {
-		r, err := k.r.checkouts.acquire(ctx, checkoutKey(k.Cwd), func(pos int) {
+		key := checkoutKey(k.Cwd)
+		r, err := k.r.checkouts.acquire(ctx, key, func(pos int) {
 			k.progress(fmt.Sprintf("queued, position %d: another apply_cline_edits on this checkout runs first", pos))
 		})
 		if err != nil {
 			return nil, errors.New("the call was cancelled while it waited for another apply_cline_edits on the same checkout")
 		}
 		release = r
+		if dir := k.r.cfg.CheckoutLocks; dir != "" {
+			unlock, err := lockCheckout(ctx, dir, key, func() {
+				k.progress("queued: another cline-mcp process runs apply_cline_edits on this checkout")
+			})
+			switch {
+			case err != nil && ctx.Err() != nil:
+				release()
+				return nil, errors.New("the call was cancelled while it waited for another cline-mcp process's apply_cline_edits on the same checkout")
+			case err != nil:
+				k.warnings = append(k.warnings, fmt.Sprintf("applies of other cline-mcp processes on this checkout were not excluded: %v", err))
+			default:
+				inProcess := release
+				release = func() { unlock(); inProcess() }
+			}
+		}
 	}
 	r, err := k.r.slots.acquire(ctx, func(pos int) {
 		k.progress(fmt.Sprintf("queued, position %d: the server runs at most %d calls at once", pos, k.r.cfg.MaxConcurrent))

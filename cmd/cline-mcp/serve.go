@@ -78,6 +78,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		Home:           home,
 		Settings:       store,
 		MaxConcurrent:  cfg.maxConcurrent,
+		CheckoutLocks:  checkoutLocks(),
 		Git:            git,
 		Worktrees:      wts,
 		SeedPolicy:     cfg.analysisPolicy == "seed",
@@ -157,6 +158,16 @@ func startLifeline(cfg *config, log *slog.Logger) *lifeline.Lifeline {
 	}
 	log.Warn("no lifeline watchdog: if this server is killed, its Cline processes and containers run on until the next server start sweeps them", "err", err)
 	return nil
+}
+
+// checkoutLocks is where apply_cline_edits calls of every cline-mcp process of the user lock their
+// checkout: <user cache dir>/cline-mcp/checkout-locks ("" when the OS names no cache dir).
+func checkoutLocks() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "cline-mcp", "checkout-locks")
 }
 
 // worktreeRoot is --worktree-root, else $TMPDIR/cline-mcp-worktrees, with the existing part of the
