@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -155,7 +153,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 		after, err = k.dockerSpec(ctx, &spec, &req, n, lockHeld)
 	} else {
 		exec = k.r.cfg.Host
-		err = k.hostSpec(&spec, &req, n)
+		err = k.hostSpec(ctx, &spec, &req, n)
 	}
 	if after != nil {
 		defer after()
@@ -214,7 +212,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 		Stderr:         stderr.Summary(),
 		OOMKilled:      exit.OOMKilled,
 		Analysis:       k.Tool.Analysis(),
-		Allowed:        allowedTools(iso),
+		Allowed:        k.allowedTools(iso),
 	})
 	if exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
@@ -239,55 +237,39 @@ func launchVerdict(err error, iso sandbox.Isolation) cline.Verdict {
 	return cline.Verdict{Kind: cline.KindLaunchFailed, Message: err.Error()}
 }
 
-// allowedTools are the mutating tools the run's analysis policy keeps (cline.Outcome.Allowed).
-func allowedTools(iso sandbox.Isolation) []string {
-	if iso == sandbox.IsolationDocker {
-		return cline.DockerAnalysisAllowedTools
+// allowedTools is the allow-list of the run's analysis policy (cline.Outcome.Allowed); nil for
+// the seed policy, which denies every tool.
+func (k *call) allowedTools(iso sandbox.Isolation) []string {
+	if k.r.cfg.SeedPolicy {
+		return nil
 	}
-	return nil
+	return cline.AnalysisTools(iso == sandbox.IsolationDocker)
 }
 
 // hostSpec fills the spec for a run on this machine.
-func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) error {
+func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, n int) error {
 	path, err := k.r.cfg.ClinePath()
 	if err != nil {
 		return err
 	}
 	extra := map[string]string{}
-	if k.r.cfg.Instance != "" {
-		extra[sandbox.InstanceEnv] = k.r.cfg.Instance
-	}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		p, err := k.writeGlobalSettings(filepath.Join(k.private, fmt.Sprintf("global-settings-%d.json", n)), k.r.globalSettingsPath(), cline.ReadOnlyDisabledTools)
-		if err != nil {
+		if extra, err = k.hostPolicy(ctx, n); err != nil {
 			return err
 		}
-		extra["CLINE_GLOBAL_SETTINGS_PATH"] = p
+		if w := k.r.versionWarning(path); w != "" && !k.versionWarned {
+			k.versionWarned = true
+			k.warnings = append(k.warnings, w)
+		}
+	}
+	if k.r.cfg.Instance != "" {
+		extra[sandbox.InstanceEnv] = k.r.cfg.Instance
 	}
 	spec.Path = path
 	spec.Args = cline.Args(*req)
 	spec.Env = cline.Env(k.r.cfg.Env, extra)
 	spec.Dir = k.dir
 	return nil
-}
-
-// writeGlobalSettings writes the user's global settings plus disabledTools to dst (0600).
-func (k *call) writeGlobalSettings(dst, userPath string, disabled []string) (string, error) {
-	user, err := os.ReadFile(userPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		k.warnings = append(k.warnings, fmt.Sprintf("could not read your Cline global settings (%s): %v; using only the bridge's tool policy", userPath, err))
-	}
-	merged, err := cline.GlobalSettings(user, disabled)
-	if err != nil {
-		return "", fmt.Errorf("build the read-only tool policy: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return "", fmt.Errorf("write the tool policy: %w", err)
-	}
-	if err := os.WriteFile(dst, merged, 0o600); err != nil {
-		return "", fmt.Errorf("write the tool policy: %w", err)
-	}
-	return dst, nil
 }
 
 // onEvent turns live stream events into short, redacted progress messages. Text is redacted

@@ -71,8 +71,9 @@ type Config struct {
 
 // Runner executes calls. It is safe for concurrent use; one Runner serves the whole server.
 type Runner struct {
-	cfg Config
-	log *slog.Logger
+	cfg      Config
+	log      *slog.Logger
+	versions versionCache
 }
 
 // New checks the configuration and fills defaults.
@@ -120,6 +121,8 @@ type call struct {
 	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
 	// (where analysis keeps run_commands) or reported a successful mutating tool call.
 	mayHaveWritten bool
+	// once-per-call warnings of the analysis tool policy (policy.go)
+	userCodeWarned, textLinkWarned, versionWarned bool
 }
 
 // Do runs one validated call to its result. It never panics on user input and never returns
