@@ -214,6 +214,9 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 		Analysis:       k.Tool.Analysis(),
 		Allowed:        k.allowedTools(iso),
 	})
+	if iso == sandbox.IsolationDocker {
+		k.warnings = append(k.warnings, k.egressWarnings(exit)...)
+	}
 	if exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
 	}

@@ -81,6 +81,7 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = k.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
+	spec.Egress = k.providerEndpoints(cp.SettingsPath, cp.Target)
 	return cleanup, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/egress"
 )
 
 // config is every flag of the server. Environment variables are read only in this package.
@@ -22,11 +23,15 @@ type config struct {
 
 	dockerImage   string
 	dockerNetwork string
-	dockerMemory  string
-	dockerPids    int64
-	dockerCPUs    float64
-	dockerCline   string
-	dockerEnv     multiFlag
+	// dockerEgress is resolved by validate (egressMode): provider, none or open.
+	dockerEgress      string
+	dockerEgressImage string
+	egressAllow       multiFlag
+	dockerMemory      string
+	dockerPids        int64
+	dockerCPUs        float64
+	dockerCline       string
+	dockerEnv         multiFlag
 
 	worktreeRoot string
 	logFile      string
@@ -50,7 +55,10 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerImage, "docker-image", "cline-mcp/cline:latest", "image with the Cline CLI for docker isolation")
-	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge, a named network, or container:<name> to share a running container's (Cline must reach its provider)")
+	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "with --docker-egress provider: the network the egress proxy reaches the provider through (bridge or a named network); with open: the containers' network (none, bridge, a named network, host or container:<name>)")
+	fs.StringVar(&c.dockerEgress, "docker-egress", "", "network of Docker runs: provider (default: only the provider's API, through an egress proxy), none (no network; the default with --docker-network none) or open (the --docker-network as it is)")
+	fs.StringVar(&c.dockerEgressImage, "docker-egress-image", "cline-mcp/egress:latest", "image of the egress proxy (make image-egress)")
+	fs.Var(&c.egressAllow, "egress-allow", "host:port (or *.domain:port) every Docker run may reach besides its provider, with --docker-egress provider (repeatable)")
 	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
 	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")
@@ -76,6 +84,16 @@ func (c *config) validate() error {
 	if c.analysisPolicy != "readonly" && c.analysisPolicy != "seed" {
 		return fmt.Errorf("--analysis-policy must be readonly or seed, not %q", c.analysisPolicy)
 	}
+	mode, err := egressMode(c.dockerEgress, c.dockerNetwork, len(c.egressAllow) > 0)
+	if err != nil {
+		return err
+	}
+	c.dockerEgress = mode
+	for _, a := range c.egressAllow {
+		if _, err := egress.ParseEndpoint(a); err != nil {
+			return fmt.Errorf("--egress-allow: %w", err)
+		}
+	}
 	if _, err := parseBytes(c.dockerMemory); err != nil {
 		return fmt.Errorf("--docker-memory: %w", err)
 	}
@@ -95,6 +113,41 @@ func (c *config) validate() error {
 		return fmt.Errorf("--retry-backoff must not be negative")
 	}
 	return nil
+}
+
+// egressMode resolves --docker-egress against --docker-network. Unset, it is provider, or none
+// when the network is none. A container:<name> or host network shares a namespace that cannot
+// carry the egress proxy's network: it must be asked for with open. Contradictions are errors,
+// never silently resolved.
+func egressMode(mode, network string, allow bool) (string, error) {
+	shared := network == "host" || strings.HasPrefix(network, "container:")
+	if mode == "" {
+		switch {
+		case network == "none":
+			mode = "none"
+		case shared:
+			return "", fmt.Errorf("--docker-network %s shares a network namespace the egress proxy cannot guard: add --docker-egress open to run that way (the containers then reach whatever that namespace reaches)", network)
+		default:
+			mode = "provider"
+		}
+	}
+	switch mode {
+	case "provider":
+		if network == "none" || shared {
+			return "", fmt.Errorf("--docker-egress provider needs --docker-network bridge or a named network for the proxy's way out, not %s", network)
+		}
+	case "none":
+		if network != "none" && network != "bridge" {
+			return "", fmt.Errorf("--docker-egress none gives containers no network; drop --docker-network %s", network)
+		}
+	case "open":
+	default:
+		return "", fmt.Errorf("--docker-egress must be provider, none or open, not %q", mode)
+	}
+	if allow && mode != "provider" {
+		return "", fmt.Errorf("--egress-allow applies to --docker-egress provider, not %s", mode)
+	}
+	return mode, nil
 }
 
 func (c *config) logger(stderr io.Writer) (*slog.Logger, func(), error) {

@@ -35,9 +35,14 @@ func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := egressMode(cfg.dockerEgress, cfg.dockerNetwork, len(cfg.egressAllow) > 0)
+	if err != nil {
+		return nil, err
+	}
 	opts := []docker.Option{
 		docker.WithImage(cfg.dockerImage),
 		docker.WithNetwork(cfg.dockerNetwork),
+		docker.WithEgress(docker.Egress{Mode: mode, Image: cfg.dockerEgressImage, Allow: cfg.egressAllow}),
 		docker.WithMemory(mem),
 		docker.WithPidsLimit(cfg.dockerPids),
 		docker.WithCPUs(cfg.dockerCPUs),

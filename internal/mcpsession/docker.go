@@ -18,6 +18,11 @@ import (
 // cline-mcp/fake-cline:latest from the same Dockerfile).
 var FakeImage = "cline-mcp/fake-cline:" + TestTag("test")
 
+// EgressImage is the tag tests build the egress proxy image under (the Makefile's image-egress
+// builds cline-mcp/egress:latest from the same Dockerfile). Servers that run Docker calls with
+// --docker-egress provider need --docker-egress-image EgressImage.
+var EgressImage = "cline-mcp/egress:" + TestTag("test")
+
 // TestTag is the tag suffix of images the tests build: CLINE_MCP_TEST_TAG when set (so two
 // checkouts testing against one engine at once do not overwrite each other's images), else def.
 func TestTag(def string) string {
@@ -68,6 +73,36 @@ func BuildFakeImage(b Binaries) error {
 	out, err := exec.CommandContext(ctx, "docker", "build", "-q", "-t", FakeImage, ctxDir).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("docker build: %v\n%s", err, out)
+	}
+	return BuildEgressImage()
+}
+
+// BuildEgressImage builds images/egress with the static proxy (cmd/cline-mcp-egress, for the
+// engine's architecture) into EgressImage.
+func BuildEgressImage() error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	ctxDir, err := os.MkdirTemp("", "egress-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ctxDir)
+	df, err := os.ReadFile(filepath.Join(root, "images", "egress", "Dockerfile"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), df, 0o644); err != nil {
+		return err
+	}
+	if err := goBuild(root, filepath.Join(ctxDir, "cline-mcp-egress"), "./cmd/cline-mcp-egress", "GOOS=linux", "GOARCH="+EngineArch()); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "build", "-q", "-t", EgressImage, ctxDir).CombinedOutput(); err != nil {
+		return fmt.Errorf("docker build %s: %v\n%s", EgressImage, err, out)
 	}
 	return nil
 }

@@ -88,6 +88,10 @@ type Client interface {
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
 	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
+	NetworkConnect(ctx context.Context, network string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
+	NetworkRemove(ctx context.Context, network string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
+	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
 	Close() error
 }
 
@@ -109,9 +113,13 @@ type Executor struct {
 	nanoCPUs  int64
 	instance  string
 	track     func(runID string) (untrack func())
+	egress    Egress
 
 	mu       sync.Mutex
 	pingedAt time.Time
+
+	sideMu sync.Mutex // guards side, the egress proxy (egress.go)
+	side   *sidecar
 }
 
 // Option configures an Executor.
@@ -215,6 +223,7 @@ func New(opts ...Option) (*Executor, error) {
 		memory:    DefaultMemory,
 		pidsLimit: DefaultPidsLimit,
 		nanoCPUs:  DefaultNanoCPUs,
+		egress:    Egress{Mode: EgressOpen, Image: DefaultEgressImage},
 	}
 	for _, opt := range opts {
 		if err := opt(e); err != nil {
@@ -234,11 +243,16 @@ func New(opts ...Option) (*Executor, error) {
 	if e.instance == "" {
 		e.instance = InstanceID()
 	}
+	if err := CheckEgressNetwork(e.egress.Mode, e.network); err != nil {
+		return nil, fmt.Errorf("docker executor: %w", err)
+	}
 	return e, nil
 }
 
-// Close releases the engine client if New created it. Runs in flight must have returned.
+// Close stops the egress proxy (and removes its network) if one runs, then releases the engine
+// client if New created it. Runs in flight must have returned.
 func (e *Executor) Close() error {
+	e.closeEgress()
 	if e.ownClient {
 		return e.cli.Close()
 	}

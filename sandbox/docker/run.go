@@ -73,6 +73,12 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 			Err: fmt.Errorf("image %s not found", e.image),
 		}
 	}
+	eg, err := e.beginEgress(ctx, spec)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	defer eg.end(ctx)
+	e.applyEgress(&opts, eg)
 
 	// The create request does not follow ctx: a cancel in mid-request would leave the engine
 	// with a container whose id we never learned. After an error anyway (a timeout, a lost
@@ -183,6 +189,12 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	x.Stopped = stopped
 	x.StreamsCut = cut
 	x.Duration = time.Since(start)
+	if eg != nil {
+		e.remove(ctx, id) // before the revoke: nothing of the run may still use its grant
+		if refused := eg.end(ctx); len(refused) > 0 {
+			x.Egress = &sandbox.EgressReport{Refused: refused}
+		}
+	}
 	return x, nil
 }
 

@@ -165,7 +165,6 @@ func TestProxyAllowsOnlyGrantedEndpoints(t *testing.T) {
 	}
 }
 
-
 // TestProxyStreams: a forwarded answer reaches the client chunk by chunk, as the upstream flushes
 // it (the CLI's SSE stream), not when it ends.
 func TestProxyStreams(t *testing.T) {
