@@ -54,6 +54,7 @@ func (k *call) egressWarnings(x sandbox.Exit) []string {
 		return out
 	}
 	for _, r := range x.Egress.Refused {
+		k.r.log.Debug("egress refused", "target", r.Target, "count", r.Count, "reason", r.Reason)
 		if slices.Contains(cline.TelemetryEndpoints, r.Target) {
 			continue
 		}

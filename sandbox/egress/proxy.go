@@ -89,9 +89,6 @@ func (p *Proxy) decide(token, target string) string {
 	defer p.mu.Unlock()
 	g := p.grants[token]
 	if g == nil {
-		if token == "" {
-			return "the request carries no run token (Proxy-Authorization)"
-		}
 		return "the run token is unknown or its run has ended"
 	}
 	reason := "not on this run's egress allow-list (add it with --egress-allow " + target + ")"
@@ -136,6 +133,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		http.Error(w, "cline-mcp egress proxy: bad target: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if token == "" {
+		// Clients like curl send credentials only when challenged (Bun sends them at once).
+		w.Header().Set("Proxy-Authenticate", `Basic realm="cline-mcp egress"`)
+		http.Error(w, "cline-mcp egress proxy: the run token is missing (Proxy-Authorization)", http.StatusProxyAuthRequired)
 		return
 	}
 	if reason := p.decide(token, target); reason != "" {
