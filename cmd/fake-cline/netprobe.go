@@ -38,7 +38,7 @@ func serveMain(args []string) int {
 		if r.URL.Path == "/stream" {
 			mb, _ := strconv.Atoi(r.URL.Query().Get("mb"))
 			w.Header().Set("Content-Type", "text/event-stream")
-			line := []byte("data: " + strings.Repeat("x", 1018) + "\n\n") // 1 KiB per event
+			line := []byte("data: " + strings.Repeat("x", 1016) + "\n\n") // 1 KiB per event
 			for i := 0; i < mb*1024; i++ {
 				if _, err := w.Write(line); err != nil {
 					return
