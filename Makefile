@@ -20,7 +20,7 @@ CLINE_PKG  := images/cline/cline-cli-linux-$(CLINE_ARCH)-$(CLINE_VERSION).tgz
 # every target a user may build on; `make cross` compiles code and tests (all tags) for each
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: all build run test test-short lint bench e2e contract cross image image-fake image-egress clean
+.PHONY: all build run test test-short lint bench e2e contract cross image image-fake image-egress clean fuzz
 
 all: build
 
@@ -50,6 +50,16 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
+
+## fuzz: every fuzz target for FUZZTIME each (CI: a short bounded run; locally e.g. FUZZTIME=10m)
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./bridge/redact:FuzzRedact ./bridge/cline:FuzzParser ./bridge/mcpserver:FuzzToolArguments \
+	./bridge/settings:FuzzSettingsRestoreMerge
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \
+	  $(GO) test -short -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} ; \
+	done
 
 ## bench: bridge overhead and memory benchmarks (numbers, not pass/fail), then the redaction
 ## figures: precision over real Go source, recall over the secret corpus and generated samples,

@@ -17,9 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+	"github.com/cline-mcp/cline-mcp/internal/netns"
 )
 
 // clineVersion is the CLI release the recordings were made with and the suite pins.
@@ -132,7 +131,7 @@ func inner(m *testing.M) int {
 	dir := os.Getenv(envBins)
 	suite.bins = mcpsession.Binaries{Dir: dir, ClineMCP: filepath.Join(dir, "cline-mcp"), FakeCline: filepath.Join(dir, "fake-cline")}
 	innerDocker()
-	if err := loopbackUp(); err != nil {
+	if err := netns.LoopbackUp(); err != nil {
 		return unavailable(m, fmt.Sprintf("cannot bring up loopback in the private network namespace: %v", err))
 	}
 	return m.Run()
@@ -167,25 +166,4 @@ func needSuite(t *testing.T) {
 		t.Fatalf("contract suite unavailable: %s", suite.skip)
 	}
 	t.Skipf("contract suite unavailable: %s", suite.skip)
-}
-
-// loopbackUp sets IFF_UP on lo, what `ip link set lo up` does.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
-	}
-	return nil
 }

@@ -182,6 +182,12 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	outTail.Flush()
 	errTail.Flush()
 	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
+	// Copy mode: the run happened, only bringing its changes back was refused (a hostile or
+	// oversized archive); nothing was written to the host.
+	var copyBack *sandbox.CopyBackError
+	if errors.As(err, &copyBack) {
+		err = nil
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -219,6 +225,14 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	}
 	if exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
+	}
+	if copyBack != nil {
+		msg := "Cline ran in the container, but what it changed could not be brought back (" + copyBack.Error() + "); nothing was written to the host"
+		if k.Tool == ApplyClineEdits {
+			a.verdict = cline.Verdict{Kind: cline.KindEditsInspectionFailed, Message: msg}
+		} else {
+			a.verdict.Warnings = append(a.verdict.Warnings, msg)
+		}
 	}
 	return a
 }

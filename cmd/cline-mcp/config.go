@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/egress"
 )
 
@@ -21,6 +22,8 @@ type config struct {
 	retryIsolation string
 	analysisPolicy string
 
+	dockerHost    string
+	dockerMounts  string
 	dockerImage   string
 	dockerNetwork string
 	// dockerEgress is resolved by validate (egressMode): provider, none or open.
@@ -54,6 +57,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host or docker; calls may ask for more, never less")
 	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
+	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
+	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
 	fs.StringVar(&c.dockerImage, "docker-image", "cline-mcp/cline:latest", "image with the Cline CLI for docker isolation")
 	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "with --docker-egress provider: the network the egress proxy reaches the provider through (bridge or a named network); with open: the containers' network (none, bridge, a named network, host or container:<name>)")
 	fs.StringVar(&c.dockerEgress, "docker-egress", "", "network of Docker runs: provider (default: only the provider's API, through an egress proxy), none (no network; the default with --docker-network none) or open (the --docker-network as it is)")
@@ -93,6 +98,9 @@ func (c *config) validate() error {
 		if _, err := egress.ParseEndpoint(a); err != nil {
 			return fmt.Errorf("--egress-allow: %w", err)
 		}
+	}
+	if _, err := docker.ParseMountMode(c.dockerMounts); err != nil {
+		return fmt.Errorf("--docker-mounts: %w", err)
 	}
 	if _, err := parseBytes(c.dockerMemory); err != nil {
 		return fmt.Errorf("--docker-memory: %w", err)

@@ -76,6 +76,7 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 	dockerNeeded := cfg.isolation == "docker" || cfg.retryIsolation == "docker"
 	engine := dockerCheck(ctx, cfg, dockerNeeded)
 	add(engine)
+	add(engineCheck(ctx, cfg, dockerNeeded))
 	if engine.ok {
 		checks = append(checks, imageChecks(ctx, cfg, dockerNeeded)...)
 		add(egressCheck(ctx, cfg, !dockerNeeded))

@@ -130,18 +130,28 @@ func rememberServer(pid int) {
 // ServerContainers lists containers (running or not) started by any server this test process
 // launched, recognised by the pid inside their cline-mcp.instance label. Other test packages'
 // containers, which run at the same time, are not counted.
-func ServerContainers() ([]string, error) {
+func ServerContainers() ([]string, error) { return ServerContainersOn("") }
+
+// ServerContainersOn is ServerContainers on the engine at host (docker -H); "" is the default
+// engine.
+func ServerContainersOn(host string) ([]string, error) {
 	serverPIDsMu.Lock()
 	pids := append([]int(nil), serverPIDs...)
 	serverPIDsMu.Unlock()
-	return ContainersOf(pids...)
+	return containersOf(host, pids...)
 }
 
 // ContainersOf lists containers (running or not) started by the cline-mcp servers with these
 // pids, recognised by the pid inside their cline-mcp.instance label.
-func ContainersOf(pids ...int) ([]string, error) {
-	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=cline-mcp.instance",
-		"--format", `{{.ID}} {{.Label "cline-mcp.instance"}}`).Output()
+func ContainersOf(pids ...int) ([]string, error) { return containersOf("", pids...) }
+
+func containersOf(host string, pids ...int) ([]string, error) {
+	var args []string
+	if host != "" {
+		args = append(args, "-H", host)
+	}
+	args = append(args, "ps", "-a", "--filter", "label=cline-mcp.instance", "--format", `{{.ID}} {{.Label "cline-mcp.instance"}}`)
+	out, err := exec.Command("docker", args...).Output()
 	if err != nil {
 		return nil, err
 	}
