@@ -21,6 +21,14 @@
 // engine sees this machine's files (a probe decides once) and otherwise copied in and out
 // through the archive API (copymode.go), the copy back treated as hostile (tarback.go).
 //
+// # Egress
+//
+// WithEgress decides where a run's container may connect (egress.go): nowhere (network none),
+// anywhere its network reaches (open), or — provider — only the endpoints its Spec.Egress and
+// the executor's allow-list name, through one egress proxy container per executor (sandbox/egress)
+// that is the only way off an internal network of the executor's own. The proxy and the network
+// carry the instance label like the runs' containers; Close, RemoveOwn and Sweep remove them.
+//
 // # Init
 //
 // Containers run with the engine's init (docker-init, i.e. tini, bind-mounted by the engine, so a
@@ -33,9 +41,9 @@
 // # Liveness and sweeping
 //
 // Each Executor has an instance id "<hostname>-<pid>-<start>" (sandbox/proc: the start time
-// tells a reused pid apart, on Linux, macOS and Windows). Sweep removes containers whose instance
-// is on this host and provably dead; containers of live instances, of other hosts, or whose
-// liveness cannot be judged are kept.
+// tells a reused pid apart, on Linux, macOS and Windows). Sweep removes containers (then volumes
+// and egress networks) whose instance is on this host and provably dead; those of live
+// instances, of other hosts, or whose liveness cannot be judged are kept.
 package docker
 
 import (
