@@ -59,7 +59,7 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 		"CLINE_DATA_DIR": cp.Dir,
 	}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		policy, err := k.dockerPolicy(filepath.Join(cp.Dir, "settings"))
+		policy, err := k.dockerPolicy(ctx, filepath.Join(cp.Dir, "settings"))
 		if err != nil {
 			return cleanup, err
 		}

@@ -89,8 +89,13 @@ func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error)
 
 // dockerPolicy writes the policy files of a container analysis attempt into the settings copy's
 // settings dir (mounted at the same path) and returns the environment for them. The container's
-// HOME is an empty tmpfs, so its Cline directory holds no hooks or plugins of the user.
-func (k *call) dockerPolicy(settingsDir string) (map[string]string, error) {
+// HOME is an empty tmpfs, so its Cline directory holds no hooks or plugins of the user; the
+// repository's own run inside the container, which a warning says (a plugin's tools are offered).
+func (k *call) dockerPolicy(ctx context.Context, settingsDir string) (map[string]string, error) {
+	if found := existingCode(k.workspaceRoot(ctx), cline.WorkspaceCodeDirs); len(found) > 0 && !k.userCodeWarned {
+		k.userCodeWarned = true
+		k.warnings = append(k.warnings, fmt.Sprintf("the repository's Cline hooks or plugins (%s) ran inside the container: the CLI cannot switch them off, and a plugin's tools are offered beside the analysis allow-list", strings.Join(found, ", ")))
+	}
 	global := filepath.Join(settingsDir, "global-settings.json")
 	if err := k.writeGlobalSettings(global, global, cline.AnalysisTools(true)); err != nil {
 		return nil, err
