@@ -75,9 +75,11 @@ func bigRepo(tb testing.TB) (repo, commitA, commitB string) {
 //   - cold: Acquire + Release with an empty pool (the worktree is created, then kept), and
 //     cold-setup, its Acquire alone (what a call waits for before Cline starts) against today's
 //     Add;
+//
 // then, with the worktree cold left in the pool,
 //   - change100: Acquire + Release after HEAD moved by a commit that changes 100 files;
 //   - warm: Acquire + Release again at the same HEAD;
+//
 // and removes the pooled worktree outside the timing. It reports the medians and the ratios
 // warm/raw (goal ≤ 0.15), change100/raw (≤ 0.25), cold/today and cold-setup/add (≤ 1.05).
 func BenchmarkPool(b *testing.B) {
