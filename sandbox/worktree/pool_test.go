@@ -3,7 +3,6 @@ package worktree
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/filetree"
 )
 
 func newPool(t *testing.T, size int) *Manager {
@@ -29,38 +30,10 @@ func newPool(t *testing.T, size int) *Manager {
 	return m
 }
 
-// files describes a work tree as a user sees it, without following symlinks: every path but the
-// top's .git with its type, executable bit and content (a symlink's target).
+// files describes a work tree as a user sees it (filetree.Describe).
 func files(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." || rel == ".git" {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			out[rel] = "dir"
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[rel] = "link " + target
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = fmt.Sprintf("file %v %q", fi.Mode().Perm()&0o100 != 0, b)
-		}
-		return nil
-	})
+	out, err := filetree.Describe(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,15 +53,8 @@ func fresh(t *testing.T, repo string) map[string]string {
 
 func wantSame(t *testing.T, what string, got, want map[string]string) {
 	t.Helper()
-	for _, k := range slices.Sorted(maps.Keys(want)) {
-		if got[k] != want[k] {
-			t.Errorf("%s: %s: got %q, want %q", what, k, got[k], want[k])
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(got)) {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: %s is left over: %q", what, k, got[k])
-		}
+	for _, d := range filetree.Diff(got, want) {
+		t.Errorf("%s: %s", what, d)
 	}
 }
 
@@ -178,7 +144,7 @@ func TestPoolReuseSeesExactlyHEAD(t *testing.T) {
 		t.Fatalf("second Acquire: Reused %v, path %s, discarded %v; want the pooled %s reused", wt.Reused, wt.Path, wt.Discarded, first)
 	}
 	wantSame(t, "reused worktree", files(t, wt.Path), want)
-	if got := files(t, outside); got["precious.txt"] != fmt.Sprintf("file false %q", "do not touch\n") || len(got) != 1 {
+	if got := files(t, outside); len(got) != 1 || !strings.Contains(got["precious.txt"], "do not touch") {
 		t.Errorf("outside the work tree: got %v, want precious.txt untouched", got)
 	}
 	// git run by Cline in the worktree sees a clean checkout of HEAD.
