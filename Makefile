@@ -5,14 +5,21 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE      ?= cline-mcp/cline:latest
 FAKE_IMAGE ?= cline-mcp/fake-cline:latest
+# the real CLI's image the contract suite runs in Docker; per checkout with CLINE_MCP_TEST_TAG
+CONTRACT_IMAGE ?= cline-mcp/cline:contract$(if $(CLINE_MCP_TEST_TAG),-$(CLINE_MCP_TEST_TAG))
 CLINE_VERSION ?= 3.0.65
+# image base: auto (a registry when one answers, else debootstrap), registry or debootstrap
+IMAGE_BASE ?= auto
 # Images always get Linux binaries of the engine's architecture, whatever the host runs (a Mac
 # builds linux/arm64 for Docker Desktop on Apple silicon); without an engine, the host's.
 ENGINE_ARCH ?= $(shell docker version --format '{{.Server.Arch}}' 2>/dev/null || $(GO) env GOARCH)
+# npm's name for the engine's architecture (@cline/cli-linux-x64 / -arm64)
+CLINE_ARCH := $(if $(filter arm64,$(ENGINE_ARCH)),arm64,x64)
+CLINE_PKG  := images/cline/cline-cli-linux-$(CLINE_ARCH)-$(CLINE_VERSION).tgz
 # every target a user may build on; `make cross` compiles code and tests (all tags) for each
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: all build run test test-short lint bench e2e contract cross image image-fake clean
+.PHONY: all build run test test-short lint bench e2e contract cross image image-fake clean fuzz
 
 all: build
 
@@ -42,6 +49,16 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
 
+## fuzz: every fuzz target for FUZZTIME each (CI: a short bounded run; locally e.g. FUZZTIME=10m)
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./bridge/redact:FuzzRedact ./bridge/cline:FuzzParser ./bridge/mcpserver:FuzzToolArguments \
+	./bridge/settings:FuzzSettingsRestoreMerge
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \
+	  $(GO) test -short -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*} ; \
+	done
+
 ## bench: bridge overhead and memory benchmarks (numbers, not pass/fail), then the redaction
 ## figures: precision over real Go source, recall over the secret corpus and generated samples,
 ## throughput medians (wall and per CPU-second) and allocations
@@ -60,9 +77,15 @@ bench: build image-fake
 e2e: image-fake
 	$(GO) test -count=1 -timeout 30m -tags e2e ./e2e/...
 
-## contract: the suite against the real Cline CLI (installs cline@$(CLINE_VERSION) from npm into a cache dir)
+## contract: the suite against the real Cline CLI, on the host (installs cline@$(CLINE_VERSION) from npm
+## into a cache dir) and in Docker (builds the real image as $(CONTRACT_IMAGE) first; without an
+## engine or a base for it the Docker half skips loudly, and fails under CI=true)
 contract: build
-	$(GO) test -count=1 -timeout 30m -tags contract ./contract/...
+	@if docker info >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory image IMAGE=$(CONTRACT_IMAGE) || { [ "$$CI" = true ] && exit 1; \
+	    echo "WARNING: $(CONTRACT_IMAGE) not built: the Docker half of the contract suite will skip"; }; \
+	 fi
+	CLINE_MCP_CONTRACT_IMAGE=$(CONTRACT_IMAGE) $(GO) test -count=1 -timeout 30m -tags contract ./contract/...
 
 ## cross: every package, command and test binary (default, e2e and contract tags) must compile
 ## for every target; `go vet` compiles the tests.
@@ -79,9 +102,22 @@ image-fake:
 	@if docker info >/dev/null 2>&1; then docker build -q -t $(FAKE_IMAGE) images/fake-cline >/dev/null && echo "built $(FAKE_IMAGE)"; \
 	 else echo "WARNING: no Docker engine: $(FAKE_IMAGE) not built (Docker tests will skip, or fail under CI=true)"; fi
 
-## image: the real Cline CLI image (needs a registry to pull the node base image)
-image:
-	docker build --build-arg CLINE_VERSION=$(CLINE_VERSION) -t $(IMAGE) images/cline
+## image: the real Cline CLI image: npm's platform binary @cline/cli-linux-<arch>@$(CLINE_VERSION)
+## (fetched with npm pack) on Debian bookworm with bash, coreutils, hostname, git and CA certificates.
+## The base comes from a registry (debian:bookworm-slim) when one answers, else from Debian packages
+## (debootstrap + docker import, needs root); force one with IMAGE_BASE=registry|debootstrap.
+image: $(CLINE_PKG)
+	@base=$$(ENGINE_ARCH=$(ENGINE_ARCH) images/base.sh $(IMAGE_BASE)) && \
+	 echo "docker build $(IMAGE) FROM $$base" && \
+	 docker build -q --build-arg BASE_IMAGE=$$base --build-arg CLINE_VERSION=$(CLINE_VERSION) \
+	   --build-arg CLINE_ARCH=$(CLINE_ARCH) -t $(IMAGE) images/cline >/dev/null && \
+	 echo "built $(IMAGE) ($$(docker image inspect --format '{{.Size}}' $(IMAGE) | awk '{printf "%.0f MB", $$1/1e6}'))"
+
+# npm pack checks the tarball against the registry's integrity hash; older versions are removed
+# from the build context.
+$(CLINE_PKG):
+	@rm -f images/cline/cline-cli-linux-*.tgz
+	npm pack --silent --pack-destination images/cline @cline/cli-linux-$(CLINE_ARCH)@$(CLINE_VERSION) >/dev/null
 
 clean:
-	rm -rf $(BIN) images/fake-cline/fake-cline
+	rm -rf $(BIN) images/fake-cline/fake-cline images/cline/cline-cli-linux-*.tgz

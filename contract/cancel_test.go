@@ -17,18 +17,8 @@ import (
 func TestCancelKillsRealCLI(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Hang()))
 	server := w.sess.Cmd.Process.Pid
-	ctx, cancel := context.WithCancel(context.Background())
+	cancel, done := w.callUntilModel(1)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := w.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "Reply with the word PONG", "cwd": w.work}, "tok-cancel")
-		done <- err
-	}()
-	select {
-	case <-w.prov.Arrived(1):
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the CLI never called the provider")
-	}
 	running := tagged(w.tag, server)
 	if len(running) == 0 {
 		t.Fatal("no process carries the run tag while the CLI waits for the model: the marker did not reach the CLI")
@@ -58,4 +48,27 @@ func TestCancelKillsRealCLI(t *testing.T) {
 	w.prov.SetResponder(fakeprovider.Script(fakeprovider.Text("PONG")))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
 	wantOK(t, res, sc)
+}
+
+// callUntilModel starts an ask_cline call and returns once the provider got its n-th chat
+// request (the CLI waits for the model), with the call's cancel and a channel that receives the
+// call's error when it ends.
+func (w *world) callUntilModel(n int) (context.CancelFunc, <-chan error) {
+	w.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "Reply with the word PONG", "cwd": w.work}, "tok-cancel")
+		done <- err
+	}()
+	select {
+	case <-w.prov.Arrived(n):
+	case <-time.After(2 * time.Minute):
+		cancel()
+		for _, r := range w.prov.Requests() {
+			w.t.Logf("provider: %s %s #%d at %s", r.Method, r.Path, r.Index, r.Time.Format("15:04:05.000"))
+		}
+		w.t.Fatal("the CLI never called the provider")
+	}
+	return cancel, done
 }

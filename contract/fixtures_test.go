@@ -66,6 +66,11 @@ func fixtures() []fixture {
 					fakeprovider.Text("Done."),
 				)
 			}},
+		// A failed command is success:false inside output[] (with error), stderr streams as its
+		// own update (y_run_commands_mixed).
+		{name: "y_run_commands_mixed", fake: "run_commands?cmd=false&cmd=ls%20/nonexistent-dir&cmd=echo%20ok", autoApprove: true,
+			respond: script(fakeprovider.Tools(fakeprovider.Call{Name: "run_commands", Arguments: map[string]any{"commands": []string{"false", "ls /nonexistent-dir", "echo ok"}}}),
+				fakeprovider.Text("Ran the commands."))},
 		// The server's stop is SIGINT then SIGKILL because of these two (FINDINGS §6).
 		{name: "f_sigint_midrun", fake: "hang", respond: script(fakeprovider.Hang()), autoApprove: true,
 			signals: []syscall.Signal{syscall.SIGINT}},

@@ -35,6 +35,8 @@ type world struct {
 	tag       string
 	prov      *fakeprovider.Provider
 	sess      *mcpsession.Session
+	docker    bool   // the CLI runs in the real image (see docker_test.go)
+	relay     string // docker: the provider container the CLI's containers join
 }
 
 // providersJSON is a_text_pong/providers.before.json with the provider's address filled in.
@@ -63,6 +65,8 @@ type worldOpt func(*worldCfg)
 type worldCfg struct {
 	args      []string
 	providers func(baseURL string) map[string]any
+	docker    bool
+	serial    bool
 }
 
 func serverArgs(a ...string) worldOpt { return func(c *worldCfg) { c.args = append(c.args, a...) } }
@@ -71,36 +75,64 @@ func withProviders(f func(baseURL string) map[string]any) worldOpt {
 	return func(c *worldCfg) { c.providers = f }
 }
 
+// inDocker runs the world's server with --isolation docker: the real CLI in its image, as
+// dockerUID, against the provider behind a relay container (--docker-network container:<relay>).
+// Flags in serverArgs come later and win (e.g. another --docker-network).
+func inDocker() worldOpt { return func(c *worldCfg) { c.docker = true } }
+
+// alone keeps the test serial: for a test with two worlds, or one that measures time.
+func alone() worldOpt { return func(c *worldCfg) { c.serial = true } }
+
 // newWorld starts everything for one test, which runs in parallel with the others.
 func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *world {
 	t.Helper()
-	needSuite(t)
-	t.Parallel()
 	cfg := worldCfg{providers: providersJSON}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.docker {
+		needDocker(t)
+	} else {
+		needSuite(t)
+	}
+	if !cfg.serial {
+		t.Parallel()
+	}
 	root := t.TempDir()
-	w := &world{t: t, root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), tag: randomTag(t)}
+	w := &world{t: t, root: root, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), tag: randomTag(t), docker: cfg.docker}
 	w.providers = filepath.Join(w.home, ".cline", "data", "settings", "providers.json")
 	for _, d := range []string{w.work, filepath.Dir(w.providers), filepath.Join(root, "tmp")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	prov, err := fakeprovider.Start(respond)
-	if err != nil {
-		t.Fatal(err)
+	if cfg.docker {
+		dir := filepath.Join(root, "provider")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		w.relay = "cline-mcp-contract-" + w.tag
+		w.prov = startRelayProvider(t, dir, w.relay, respond)
+	} else {
+		prov, err := fakeprovider.Start(respond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.prov = prov
+		t.Cleanup(func() { _ = prov.Close() })
 	}
-	w.prov = prov
-	t.Cleanup(func() { _ = prov.Close() })
-	w.writeJSON(w.providers, cfg.providers(prov.BaseURL()))
+	w.writeJSON(w.providers, cfg.providers(w.prov.BaseURL()))
 	gitInit(t, w.work, map[string]string{"README.md": "hello\n"})
 
 	// Registered before the session so it runs after the session's own cleanup (Stop).
 	t.Cleanup(func() {
 		if left := eventuallyNone(10*time.Second, func() []int { return tagged(w.tag, -1) }); len(left) > 0 {
 			t.Errorf("processes of this test outlived the server: %v", describe(left))
+		}
+		if w.docker && w.sess != nil {
+			if left := containersGone(w.sess.Cmd.Process.Pid, 10*time.Second); len(left) > 0 {
+				t.Errorf("containers of this test outlived the server: %v", left)
+			}
 		}
 	})
 	env := []string{
@@ -109,15 +141,30 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 		"TMPDIR=" + filepath.Join(root, "tmp"),
 		"CONTRACT_RUN_TAG=" + w.tag,
 	}
-	args := append([]string{"--cline", suite.cli, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}, cfg.args...)
-	w.sess = mcpsession.Start(t, suite.bins.ClineMCP, mcpsession.Options{Args: args, Env: env, Dir: w.work})
+	bin := suite.bins.ClineMCP
+	args := []string{"--cline", suite.cli, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
+	if cfg.docker {
+		args = append(args, "--isolation", "docker", "--docker-image", dockerSuite.image, "--docker-network", "container:"+w.relay)
+		// The server runs as a uid no image knows; it owns its home, work tree and temp dir.
+		asCaller(t, w.home, w.work, filepath.Join(root, "tmp"))
+		if err := os.Chmod(root, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(root), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		args = append(append(setprivArgs(t), bin), args...)
+		bin = "setpriv"
+	}
+	args = append(args, cfg.args...)
+	w.sess = mcpsession.Start(t, bin, mcpsession.Options{Args: args, Env: env, Dir: w.work})
 	t.Cleanup(func() {
 		if _, bad := w.sess.Lines(); len(bad) > 0 {
 			t.Errorf("server wrote %d non-JSON-RPC line(s) to stdout, first: %q", len(bad), bad[0])
 		}
 		if t.Failed() {
 			t.Logf("server stderr:\n%s", tail(w.sess.Stderr(), 20000))
-			for _, r := range prov.Requests() {
+			for _, r := range w.prov.Requests() {
 				t.Logf("provider saw %s %s (chat #%d) %d bytes", r.Method, r.Path, r.Index, len(r.Raw))
 			}
 		}
@@ -172,11 +219,12 @@ func (w *world) chats(want int) []fakeprovider.Request {
 	return c
 }
 
-func randomTag(t *testing.T) string {
+func randomTag(t *testing.T) string { return randomHex() }
+
+// randomHex is 24 random hex digits (crypto/rand never fails on Linux).
+func randomHex() string {
 	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
+	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
@@ -252,7 +300,8 @@ func gitInit(t *testing.T, dir string, files map[string]string) {
 
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
+	// The Docker worlds' work trees belong to dockerUID; this process is root.
+	cmd := exec.Command("git", append([]string{"-c", "safe.directory=*"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
 	b, err := cmd.CombinedOutput()

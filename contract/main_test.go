@@ -17,9 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+	"github.com/cline-mcp/cline-mcp/internal/netns"
 )
 
 // clineVersion is the CLI release the recordings were made with and the suite pins.
@@ -72,6 +71,20 @@ func outer(m *testing.M) int {
 		return unavailable(m, fmt.Sprintf("the real Cline CLI %s is not available: %v", clineVersion, err))
 	}
 	fmt.Fprintf(os.Stderr, "contract: Cline CLI %s at %s (setup %.1fs)\n", clineVersion, cli, time.Since(start).Seconds())
+	// The Docker worlds run the server as an unprivileged uid: it must be able to run it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	denv, label := prepareDocker(dctx, dir)
+	dcancel()
+	for _, e := range denv {
+		if r, ok := strings.CutPrefix(e, envDockerSkip+"="); ok {
+			fmt.Fprintf(os.Stderr, "contract: the Docker half will not run: %s\n", r)
+		}
+	}
+	defer removeRunContainers(label)
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -79,7 +92,7 @@ func outer(m *testing.M) int {
 		return 1
 	}
 	cmd := exec.Command(exe, os.Args[1:]...)
-	cmd.Env = append(os.Environ(), envInner+"=1", envCLI+"="+cli, envBins+"="+dir)
+	cmd.Env = append(append(os.Environ(), envInner+"=1", envCLI+"="+cli, envBins+"="+dir), denv...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	// Pdeathsig fires when the starting OS thread exits: keep this goroutine on its thread.
 	runtime.LockOSThread()
@@ -110,7 +123,8 @@ func inner(m *testing.M) int {
 	suite.cli = os.Getenv(envCLI)
 	dir := os.Getenv(envBins)
 	suite.bins = mcpsession.Binaries{Dir: dir, ClineMCP: filepath.Join(dir, "cline-mcp"), FakeCline: filepath.Join(dir, "fake-cline")}
-	if err := loopbackUp(); err != nil {
+	innerDocker()
+	if err := netns.LoopbackUp(); err != nil {
 		return unavailable(m, fmt.Sprintf("cannot bring up loopback in the private network namespace: %v", err))
 	}
 	return m.Run()
@@ -145,25 +159,4 @@ func needSuite(t *testing.T) {
 		t.Fatalf("contract suite unavailable: %s", suite.skip)
 	}
 	t.Skipf("contract suite unavailable: %s", suite.skip)
-}
-
-// loopbackUp sets IFF_UP on lo, what `ip link set lo up` does.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
-	}
-	return nil
 }

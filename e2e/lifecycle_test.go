@@ -238,7 +238,7 @@ func secretsRedacted(t *testing.T, w *world) {
 	v := "LIVE7q2x9Wv4k1Zp0aBcDeFgSECRET"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	for _, prompt := range []string{"go fake:secrets?value=" + v, "go fake:echo sk-native-456 and sk-test-123 fake:secrets"} {
+	for _, prompt := range []string{"go fake:secrets?linger_ms=900&value=" + v, "go fake:echo sk-native-456 and sk-test-123 fake:secrets?linger_ms=900"} {
 		res, err := w.sess.CallErr(ctx, "ask_cline", w.args(map[string]any{"prompt": prompt}), "tok-secret")
 		if err != nil {
 			t.Fatal(err)

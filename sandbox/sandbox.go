@@ -49,14 +49,42 @@ func ParseIsolation(s string) (Isolation, error) {
 	return "", fmt.Errorf("isolation %q: must be host or docker", s)
 }
 
-// Mount is a bind mount for container executors. Target is the absolute path inside the
-// container; the bridge always uses Target == Source so paths in Cline's answers are valid on the
-// host. The host executor ignores mounts.
+// Mount is a host directory the run needs at Target inside a container. It says what the run
+// needs, not how it gets there: an executor whose engine sees this machine's paths shares the
+// directory (a bind mount); one whose engine cannot (a remote or CI engine, a pod) copies Source
+// in before the start and brings back exactly what Return names after the exit. The bridge
+// always uses Target == Source so paths in Cline's answers are valid on the host. A Mount may
+// lie inside another one (a read-only .git inside a writable checkout); what it covers then
+// follows its own settings, never the outer Mount's. The host executor ignores mounts.
 type Mount struct {
-	Source   string
-	Target   string
+	Source string
+	Target string
+	// ReadOnly: the run cannot change it. A copying executor brings nothing of it back.
 	ReadOnly bool
+	// Return is what of the run's changes must reach Source when the executor copies instead
+	// of sharing (a shared directory has every change at once). The zero value brings nothing
+	// back: the run's changes are discarded with the copy. Ignored when ReadOnly.
+	Return Return
 }
+
+// Return names the changes a copying executor brings back from a writable Mount. Whatever
+// comes back is treated as hostile: nothing outside Source is ever written, no device or
+// special file is created, nothing is written below a symbolic link, sizes and entry counts are
+// bounded, and no path with a .git component is ever written back. A copy that breaks a rule
+// is refused as a whole (a *CopyBackError) and Source is left as it was.
+type Return struct {
+	// Tree brings back the whole tree: created, modified and deleted files and directories,
+	// permission bits, and symbolic links as links — except what lies under another Mount
+	// and anything named .git. Files the run did not change are not rewritten.
+	Tree bool
+	// Files brings back only these files (slash-separated, relative to Target), each as a
+	// regular file; one the run removed, or turned into anything but a regular file, is
+	// removed from Source.
+	Files []string
+}
+
+// IsZero reports whether nothing comes back.
+func (r Return) IsZero() bool { return !r.Tree && len(r.Files) == 0 }
 
 // Tmpfs is a writable in-memory directory inside the container (HOME, /tmp).
 type Tmpfs struct {
@@ -129,12 +157,30 @@ type Exit struct {
 // Executor runs one Spec to completion. Run blocks until the child exited and its output was
 // settled, and it stops (polite stop, StopGrace, kill — of the whole process tree or container)
 // when ctx ends, returning the Exit with Stopped set and a nil error. Everything it started is
-// gone when Run returns. A non-nil error means the run could not be started at all; it is a
-// *LaunchError when the cause is on the user's side (missing executable, engine down, image
-// missing). Implementations are safe for concurrent use.
+// stopped when Run returns (copies of Mounts it made may still be being deleted: it owns them
+// until it is closed), and the changes its Mounts' Return names have reached the host (also
+// after a stop). A non-nil error with a zero Exit means the run could not be started at all; it
+// is a *LaunchError when the cause is on the user's side (missing executable, engine down, image
+// missing). A *CopyBackError comes with the Exit of the run that did happen: only bringing its
+// changes back failed. Implementations are safe for concurrent use.
 type Executor interface {
 	Run(ctx context.Context, spec Spec) (Exit, error)
 }
+
+// CopyBackError says that a run happened but what it changed could not be brought back to the
+// host (a copying executor refused the container's archive, or the engine failed to send it).
+// Source is then exactly as it was before the run: a copy back is all or nothing.
+type CopyBackError struct {
+	// Source is the host directory the changes were meant for.
+	Source string
+	Err    error
+}
+
+func (e *CopyBackError) Error() string {
+	return "copy the run's changes back to " + e.Source + ": " + e.Err.Error() + " (nothing was written there)"
+}
+
+func (e *CopyBackError) Unwrap() error { return e.Err }
 
 // LaunchError says why a run could not start and what the user can do about it.
 type LaunchError struct {

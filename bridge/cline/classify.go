@@ -2,6 +2,7 @@ package cline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -52,8 +53,10 @@ type Outcome struct {
 	// OOMKilled: the container engine killed the run for exceeding its memory limit.
 	OOMKilled bool
 	// Analysis marks an analysis run (ask_cline, ask_cline_workspace): a successful mutating
-	// tool call is then reported as a warning, on success and on failure alike.
+	// tool call is then reported as a warning, on success and on failure alike, unless its tool
+	// is in Allowed (the run's policy kept it: DockerAnalysisAllowedTools).
 	Analysis bool
+	Allowed  []string
 }
 
 // Verdict is the classification of an Outcome. On success Kind is "" and Text is the answer;
@@ -94,11 +97,16 @@ type Verdict struct {
 //     missing_final_result (an outside SIGINT looks like this: f_sigint_midrun).
 //  9. Any other non-zero exit: the extracted error message, transient or not.
 //
-// Analysis runs get a warning per mutating tool that succeeded, on success and failure alike.
+// Analysis runs get a warning per mutating tool that succeeded (a call with at least one
+// operation that did not fail) and that the run's policy did not allow, on success and failure
+// alike.
 func Classify(o Outcome) Verdict {
 	v := classify(o)
 	if o.Analysis {
 		for _, t := range o.Stdout.MutatingSuccesses {
+			if slices.Contains(o.Allowed, t.Name) {
+				continue
+			}
 			v.Warnings = append(v.Warnings, fmt.Sprintf(
 				"Cline reported a successful %s call during a read-only analysis run; check the working tree", t.Name))
 		}

@@ -265,3 +265,35 @@ func TestKindsMatchSeed(t *testing.T) {
 		t.Errorf("got kinds %q, want %q", got, want)
 	}
 }
+
+// TestClassifyAnalysisWarningsFromRecordings: the read-only warning fires for a run_commands call
+// that ran something (b_run_commands_tool, y_run_commands_mixed), not for one whose every command
+// failed (y_run_commands_all_failed: a read-only run whose writes were refused), and not for a
+// tool the run's policy allowed (Docker analysis keeps run_commands).
+func TestClassifyAnalysisWarningsFromRecordings(t *testing.T) {
+	const warn = "Cline reported a successful run_commands call during a read-only analysis run; check the working tree"
+	for _, tc := range []struct {
+		rec     string
+		allowed []string
+		want    []string
+	}{
+		{"b_run_commands_tool", nil, []string{warn}},
+		{"y_run_commands_mixed", nil, []string{warn}},
+		{"y_run_commands_all_failed", nil, nil},
+		{"y_run_commands_no_shell", nil, nil},
+		{"b_run_commands_tool", DockerAnalysisAllowedTools, nil},
+		{"y_run_commands_mixed", DockerAnalysisAllowedTools, nil},
+	} {
+		t.Run(fmt.Sprintf("%s allowed %v", tc.rec, tc.allowed), func(t *testing.T) {
+			o := outcomeOf(recordingByName(t, tc.rec))
+			o.Analysis, o.Allowed = true, tc.allowed
+			v := Classify(o)
+			if !v.OK {
+				t.Fatalf("got %s %q, want success", v.Kind, v.Message)
+			}
+			if !slices.Equal(v.Warnings, tc.want) {
+				t.Errorf("got warnings %q, want %q", v.Warnings, tc.want)
+			}
+		})
+	}
+}

@@ -209,7 +209,8 @@ type wireEvent struct {
 	Iteration   int             `json:"iteration"`
 	Iterations  int             `json:"iterations"`
 	Reason      string          `json:"reason"`
-	Error       json.RawMessage `json:"error"` // content_end tool: a string; error event: {name,message,stack}
+	Error       json.RawMessage `json:"error"`  // content_end tool: a string; error event: {name,message,stack}
+	Output      toolOutput      `json:"output"` // content_end tool
 	ErrorClass  string          `json:"errorClass"`
 	Recoverable *bool           `json:"recoverable"`
 	Usage       *Usage          `json:"usage"`
@@ -305,12 +306,18 @@ func (s *Summary) applyAgent(e *wireEvent, ev *Event) {
 			s.LastText, s.LastTextTruncated = capText(e.Text, MaxTextBytes)
 			ev.Text = short(e.Text)
 		case "tool":
-			if msg, failed := toolError(e.Error); failed {
+			msg, failed := toolError(e.Error)
+			succeeded := !failed
+			if !failed {
+				msg, failed, succeeded = e.Output.outcome()
+			}
+			if failed {
 				s.FailedToolCalls++
 				s.FailedTools = countTool(s.FailedTools, e.ToolName)
 				s.LastToolError = capTo(msg, 512)
 				ev.Error = short(msg)
-			} else if IsMutatingTool(e.ToolName) {
+			}
+			if succeeded && IsMutatingTool(e.ToolName) {
 				s.MutatingSuccesses = countTool(s.MutatingSuccesses, e.ToolName)
 			}
 		}
@@ -365,6 +372,75 @@ func toolError(raw json.RawMessage) (string, bool) {
 		return inner.Error, true
 	}
 	return s, true
+}
+
+// toolOp is one operation of a tool's output. 3.0.65's list tools (run_commands, read_files,
+// search_codebase, fetch_web_content) answer with an array of them, editor with one; a failed
+// operation is success:false with an error text and no top-level error on the line
+// (y_run_commands_mixed: `{"query":"false","result":"[Command exited with code 1]",
+// "error":"Command exited with code 1","success":false}`).
+type toolOp struct {
+	Query   string `json:"query"`
+	Result  string `json:"result"`
+	Error   string `json:"error"`
+	Success *bool  `json:"success"`
+}
+
+// toolOutput is a content_end tool output reduced to its operations. Any other shape (a string,
+// a denial's {"error":…}, nothing) leaves it empty; decoding it never fails the line.
+type toolOutput struct{ ops []toolOp }
+
+func (o *toolOutput) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '[':
+		var raw []json.RawMessage
+		if json.Unmarshal(b, &raw) != nil {
+			return nil
+		}
+		for _, r := range raw {
+			var op toolOp
+			if json.Unmarshal(r, &op) == nil && op.Success != nil {
+				o.ops = append(o.ops, op)
+			}
+		}
+	case '{':
+		var op toolOp
+		if json.Unmarshal(b, &op) == nil && op.Success != nil {
+			o.ops = append(o.ops, op)
+		}
+	}
+	return nil
+}
+
+// outcome says whether any operation failed (and the first failure as "<query>: <error>"), and
+// whether anything may have succeeded: an output without known operations counts as a success,
+// as it did before tool outputs were read.
+func (o toolOutput) outcome() (msg string, failed, succeeded bool) {
+	if len(o.ops) == 0 {
+		return "", false, true
+	}
+	for _, op := range o.ops {
+		if *op.Success {
+			succeeded = true
+			continue
+		}
+		if !failed {
+			failed = true
+			why := op.Error
+			if why == "" {
+				why = op.Result
+			}
+			msg = why
+			if op.Query != "" {
+				msg = op.Query + ": " + why
+			}
+		}
+	}
+	return msg, failed, succeeded
 }
 
 func messageText(m any) string {

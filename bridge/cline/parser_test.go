@@ -161,3 +161,84 @@ func TestParserConcurrentSummary(t *testing.T) {
 		t.Errorf("got %+v, want a completed result", s.Result)
 	}
 }
+
+// TestParserFailedCommands: a failed command is success:false inside run_commands' output array,
+// with no top-level error (y_run_commands_*): the call is a failed tool call, and only a call
+// with at least one successful command counts as a successful mutating call.
+func TestParserFailedCommands(t *testing.T) {
+	for _, tc := range []struct {
+		rec        string
+		mutating   []ToolCount
+		lastErrSub string
+	}{
+		{"y_run_commands_mixed", []ToolCount{{"run_commands", 1}}, "false: Command exited with code 1"},
+		{"y_run_commands_all_failed", nil, "false: Command exited with code 1"},
+		{"y_run_commands_no_shell", nil, "echo hi: Command failed: Failed to execute command: ENOENT: no such file or directory, posix_spawn '/bin/bash'"},
+	} {
+		t.Run(tc.rec, func(t *testing.T) {
+			var ends []Event
+			p := NewParser(func(e Event) {
+				if e.EventType == "content_end" && e.ContentType == "tool" {
+					ends = append(ends, e)
+				}
+			})
+			p.Write(recordingByName(t, tc.rec).stdout)
+			p.Close()
+			s := p.Summary()
+			if s.FailedToolCalls != 1 || !slices.Equal(s.FailedTools, []ToolCount{{"run_commands", 1}}) {
+				t.Errorf("got failed %d %v, want one failed run_commands call", s.FailedToolCalls, s.FailedTools)
+			}
+			if !slices.Equal(s.MutatingSuccesses, tc.mutating) {
+				t.Errorf("got mutating successes %v, want %v", s.MutatingSuccesses, tc.mutating)
+			}
+			if !strings.Contains(s.LastToolError, tc.lastErrSub) {
+				t.Errorf("got last tool error %q, want it to contain %q", s.LastToolError, tc.lastErrSub)
+			}
+			if len(ends) != 1 || ends[0].Progress() != "tool run_commands failed" {
+				t.Errorf("got tool ends %+v, want one failed run_commands (progress %q)", ends, "tool run_commands failed")
+			}
+		})
+	}
+	// b_run_commands_tool: every command succeeded.
+	s := parseChunks(recordingByName(t, "b_run_commands_tool").stdout, 0, nil)
+	if s.FailedToolCalls != 0 || !slices.Equal(s.MutatingSuccesses, []ToolCount{{"run_commands", 1}}) {
+		t.Errorf("b_run_commands_tool: got failed %d mutating %v, want 0 and one run_commands success", s.FailedToolCalls, s.MutatingSuccesses)
+	}
+}
+
+// TestParserToolOutputShapes covers the outputs of 3.0.65's tools (read in its source): an
+// object with success:false (editor's own validation), an array (read_files and the other list
+// tools), a denial (top-level error), and shapes the parser does not know (kept as success).
+func TestParserToolOutputShapes(t *testing.T) {
+	end := func(tool, rest string) string {
+		return `{"type":"agent_event","event":{"type":"content_end","contentType":"tool","toolName":"` + tool + `","toolCallId":"c"` + rest + `}}`
+	}
+	for _, tc := range []struct {
+		name     string
+		line     string
+		failed   bool
+		mutating bool
+		msg      string
+	}{
+		{"editor ok", end("editor", `,"output":{"query":"edit:/r/a","result":"File created successfully at: /r/a","success":true}`), false, true, ""},
+		{"editor failed", end("editor", `,"output":{"query":"edit:/r/a","result":"","error":"Editor operation failed: EROFS: read-only file system","success":false}`), true, false, "edit:/r/a: Editor operation failed: EROFS: read-only file system"},
+		{"read_files one missing", end("read_files", `,"output":[{"query":"/r/a","result":"1 | x","success":true},{"query":"/r/b","result":"","error":"Error reading file: ENOENT","success":false}]`), true, false, "/r/b: Error reading file: ENOENT"},
+		{"denied", end("editor", `,"output":{"error":"Tool \"editor\" requires approval"},"error":"{\"error\":\"Tool \\\"editor\\\" requires approval\"}"`), true, false, `Tool "editor" requires approval`},
+		{"string output", end("run_commands", `,"output":"done"`), false, true, ""},
+		{"no output", end("run_commands", ``), false, true, ""},
+		{"failed without error text", end("run_commands", `,"output":[{"query":"x","result":"boom","success":false}]`), true, false, "x: boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := parseChunks([]byte(tc.line+"\n"), 0, nil)
+			if got := s.FailedToolCalls == 1; got != tc.failed {
+				t.Errorf("got failed %v, want %v", got, tc.failed)
+			}
+			if got := len(s.MutatingSuccesses) == 1; got != tc.mutating {
+				t.Errorf("got mutating success %v, want %v", got, tc.mutating)
+			}
+			if s.LastToolError != tc.msg {
+				t.Errorf("got last tool error %q, want %q", s.LastToolError, tc.msg)
+			}
+		})
+	}
+}

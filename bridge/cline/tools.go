@@ -25,10 +25,14 @@ var teamTools = []string{
 // (x_read_files_autoapprove_false).
 var ReadOnlyDisabledTools = append([]string{"editor", "run_commands", "spawn_agent", "submit_and_exit"}, teamTools...)
 
-// DockerAnalysisDisabledTools is ReadOnlyDisabledTools minus run_commands: in a container whose
-// workspace is mounted read-only, commands cannot change the user's files and help the analysis.
+// DockerAnalysisAllowedTools are the mutating tools an analysis run in a container keeps: its
+// workspace is mounted read-only, so commands cannot change the user's files and help the
+// analysis (git log, grep, ...). Pass them as Outcome.Allowed so their successes do not warn.
+var DockerAnalysisAllowedTools = []string{"run_commands"}
+
+// DockerAnalysisDisabledTools is ReadOnlyDisabledTools minus DockerAnalysisAllowedTools.
 var DockerAnalysisDisabledTools = slices.DeleteFunc(slices.Clone(ReadOnlyDisabledTools), func(s string) bool {
-	return s == "run_commands"
+	return slices.Contains(DockerAnalysisAllowedTools, s)
 })
 
 // legacyMutatingTools are file-writing or command tools of other Cline versions. They are never

@@ -37,7 +37,9 @@ func TestServerKilledRemovesItsContainers(t *testing.T) {
 		defer cancel()
 		_, _ = e.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work, "isolation": "docker"}, nil)
 	}()
-	if !eventually(30*time.Second, func() bool { return len(mine()) == 1 && containerRunning(t, mine()[0]) }) {
+	// One listing per poll: the first Docker call also creates (and removes) a short-lived mount
+	// probe container of the same instance.
+	if !eventually(30*time.Second, func() bool { ids := mine(); return len(ids) == 1 && containerRunning(t, ids[0]) }) {
 		t.Fatalf("no running container of server %s; the test would prove nothing", pid)
 	}
 	killed := time.Now()

@@ -206,7 +206,7 @@ func TestDockerEscapeSymlinkToHostFile(t *testing.T) {
 	writeFile(t, hostFile, secret+"\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	res, err := e.sess.CallErr(ctx, "apply_cline_edits", map[string]any{"prompt": "Leak fake:attack_symlink?target=" + url.QueryEscape(hostFile),
+	res, err := e.sess.CallErr(ctx, "apply_cline_edits", map[string]any{"prompt": "Leak fake:attack_symlink?linger_ms=900&target=" + url.QueryEscape(hostFile),
 		"cwd": e.work, "isolation": "docker"}, "tok-leak")
 	if err != nil {
 		t.Fatal(err)

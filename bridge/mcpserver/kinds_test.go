@@ -261,7 +261,7 @@ func TestSecretsRedactedEverywhere(t *testing.T) {
 	secret := "sk-live-1234567890abcdefSECRET"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:secrets?value=" + secret, "cwd": e.work}, "tok-secret")
+	res, err := e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:secrets?linger_ms=900&value=" + secret, "cwd": e.work}, "tok-secret")
 	if err != nil {
 		t.Fatal(err)
 	}

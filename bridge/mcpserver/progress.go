@@ -37,12 +37,14 @@ type progress struct {
 }
 
 func newProgress(ctx context.Context, out notifier, token mcp.ProgressToken, throttle, heartbeat time.Duration) *progress {
-	p := &progress{out: out, ctx: ctx, token: token, throttle: throttle, start: time.Now()}
+	now := time.Now()
+	// No "started" message, and the throttle counts from the start: a call that ends within the
+	// first throttle interval sends no progress at all, so nothing can race its result.
+	p := &progress{out: out, ctx: ctx, token: token, throttle: throttle, start: now, last: now}
 	if token == nil {
 		p.closed = true
 		return p
 	}
-	p.send("started")
 	go p.heartbeat(heartbeat)
 	return p
 }
@@ -99,17 +101,11 @@ func (p *progress) heartbeat(every time.Duration) {
 	}
 }
 
-func (p *progress) send(msg string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.sendLocked(msg)
-}
-
 func (p *progress) sendLocked(msg string) {
 	p.n++
 	p.last = time.Now()
 	p.pending = ""
-	if msg != "" && msg != "started" {
+	if msg != "" {
 		p.lastMsg = msg
 	}
 	// Queued, never written here: the wire drops it when too many wait (progress is advisory)
@@ -118,35 +114,19 @@ func (p *progress) sendLocked(msg string) {
 }
 
 // Close ends progress for the request before the handler returns its result: a message still
-// held back by the throttle is sent (it often carries the answer's first words), the heartbeat
-// stops, and Close returns only once the last notification is at least quiet old (or ctx
-// ended). The
-// wire already writes the result after every notification; the pause keeps the two out of one
-// read on the client, because the TypeScript SDK (Claude Code, the MCP Inspector) handles a
-// notification a microtask later than a response that arrives with it, and then reports the
-// notification's token as unknown (modelcontextprotocol/typescript-sdk#2580).
-func (p *progress) Close(quiet time.Duration) {
+// held back by the throttle is dropped (the result that follows says more), and the heartbeat
+// stops. The wire writes the result after every notification of the request, and at least
+// Options.Quiet after the last one: the TypeScript SDK (Claude Code, the MCP Inspector) handles a
+// notification a microtask later than a response that arrives in the same read, and then
+// reports the notification's token as unknown (modelcontextprotocol/typescript-sdk#2580).
+// Dropping the held-back message means most results follow no recent notification and pay no
+// pause at all.
+func (p *progress) Close() {
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
+	defer p.mu.Unlock()
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	if p.pending != "" {
-		p.sendLocked(p.pending)
-	}
+	p.pending = ""
 	p.closed = true
-	wait := quiet - time.Since(p.last)
-	p.mu.Unlock()
-	if wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-p.ctx.Done():
-	}
 }

@@ -41,7 +41,7 @@ type Options struct {
 	// Throttle is the shortest gap between event-driven progress notifications; default 500 ms.
 	Throttle time.Duration
 	// Quiet is the least time between a call's last progress notification and its result
-	// (see progress.Close); default 50 ms.
+	// (enforced by the wire when writing; see progress.Close); default 200 ms.
 	Quiet  time.Duration
 	Logger *slog.Logger
 }
@@ -73,7 +73,7 @@ func New(opts Options) *Server {
 		opts.Throttle = 500 * time.Millisecond
 	}
 	if opts.Quiet <= 0 {
-		opts.Quiet = 50 * time.Millisecond
+		opts.Quiet = 200 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -145,7 +145,7 @@ func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 		p := newProgress(ctx, out, token, s.opts.Throttle, s.opts.Heartbeat)
 		start := time.Now()
 		res := s.opts.Runner.Do(ctx, call, p.Report)
-		p.Close(s.opts.Quiet)
+		p.Close()
 		attrs := []any{"ok", res.OK, "kind", res.Kind, "attempts", res.Attempts,
 			"isolation", string(res.Isolation), "seconds", time.Since(start).Seconds()}
 		if !res.OK {

@@ -54,3 +54,41 @@ func TestWireBookkeeping(t *testing.T) {
 		t.Error("Write after close succeeded")
 	}
 }
+
+// stampWriter records when each line was written.
+type stampWriter struct {
+	lines []string
+	at    []time.Time
+}
+
+func (s *stampWriter) Write(p []byte) (int, error) {
+	s.lines = append(s.lines, string(p))
+	s.at = append(s.at, time.Now())
+	return len(p), nil
+}
+
+// TestWireGapAfterLastNotification: a response is written at least the gap after the last
+// notification of its request was written, however quickly it follows.
+func TestWireGapAfterLastNotification(t *testing.T) {
+	const gap = 80 * time.Millisecond
+	var out stampWriter
+	w := newWire(&out, slog.New(slog.NewTextHandler(io.Discard, nil)), func() bool { return false }, gap)
+	w.observe([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"a"}}}` + "\n"))
+	w.observe([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call"}` + "\n"))
+	if !w.progress("a", 1, "late news") {
+		t.Fatal("progress not queued")
+	}
+	if _, err := w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(`{"jsonrpc":"2.0","id":2,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	w.close()
+	if len(out.lines) != 3 || !strings.Contains(out.lines[0], "late news") || !strings.Contains(out.lines[1], `"id":1`) {
+		t.Fatalf("wire wrote %q", out.lines)
+	}
+	if d := out.at[1].Sub(out.at[0]); d < gap {
+		t.Errorf("the response followed its request's last notification after %v, want at least %v", d, gap)
+	}
+}

@@ -213,11 +213,11 @@ func (s *rawServer) waitLog(d time.Duration, subs ...string) {
 }
 
 // TestNoProgressAfterItsResponse makes the race between a call's last progress message and its
-// result as likely as it gets — many short calls at once, each ending while the throttle still
-// holds a message back — and checks on the raw wire that no notifications/progress ever follows
-// the response of its request, and that each call's final progress message ("finished: …") is
-// not lost either. (mcp-go alone wrote that last message after the result in about 50 of these
-// 60 calls.)
+// result as likely as it gets — many calls at once, each streaming an event every 40 ms, so a
+// notification goes out right before the run ends — and checks on the raw wire that no
+// notifications/progress ever follows the response of its request. (mcp-go alone wrote the last
+// message after the result in about 50 of 60 calls.) The pause before a response is
+// TestWireGapAfterLastNotification's.
 func TestNoProgressAfterItsResponse(t *testing.T) {
 	e := prepareEnv(t)
 	s := e.startRaw()
@@ -227,9 +227,8 @@ func TestNoProgressAfterItsResponse(t *testing.T) {
 		var ids []string
 		for i := 0; i < perRound; i++ {
 			n := r*perRound + i
-			scenario := []string{"pong", "multiturn", "thinking"}[n%3]
 			tok := fmt.Sprintf("tok-%d", n)
-			s.call(n, "ask_cline", map[string]any{"prompt": "go fake:" + scenario, "cwd": e.work}, tok)
+			s.call(n, "ask_cline", map[string]any{"prompt": "go fake:slow?seconds=1&interval_ms=40", "cwd": e.work}, tok)
 			token[fmt.Sprint(n)] = tok
 			ids = append(ids, fmt.Sprint(n))
 		}
@@ -268,8 +267,8 @@ func TestNoProgressAfterItsResponse(t *testing.T) {
 		if !answered[tok] {
 			t.Errorf("call %s: no response", id)
 		}
-		if !strings.HasPrefix(lastMsg[tok], "finished: completed") {
-			t.Errorf("call %s: last progress before the result is %q, want the final \"finished: completed…\"", id, lastMsg[tok])
+		if lastMsg[tok] == "" {
+			t.Errorf("call %s: no progress at all; the test would prove nothing", id)
 		}
 	}
 	t.Logf("%d calls, %d progress notifications, all before their responses", len(token), progressCount)

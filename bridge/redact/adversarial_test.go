@@ -6,12 +6,10 @@ import (
 	"time"
 )
 
-// TestRedactLinearTime feeds inputs built to make a naive scanner
-// quadratic; each 1 MiB input must redact in well under a second.
 // TestRedactLinearTime feeds inputs built to make a naive scanner backtrack and checks that the
-// work grows linearly: four times the input may take at most ten times as long (quadratic would
-// be sixteen). Ratios of the best of three runs measured back to back, never wall-clock limits,
-// so a loaded machine cannot fail it.
+// work grows linearly: eight times the input may take at most twenty-four times as long
+// (quadratic would be sixty-four; the slack absorbs cache and GC effects under -race and load).
+// Ratios of the best of three runs measured back to back, never wall-clock limits.
 func TestRedactLinearTime(t *testing.T) {
 	inputs := map[string]func(n int) string{
 		"unterminated values": func(n int) string { return strings.Repeat(`"key":'`, n) },
@@ -38,10 +36,10 @@ func TestRedactLinearTime(t *testing.T) {
 		}
 		return b
 	}
-	const n = 30000
+	const n = 40000 // large enough that both sizes are past the line buffer's small-input regime
 	for name, gen := range inputs {
 		t.Run(name, func(t *testing.T) {
-			small, big := gen(n), gen(4*n)
+			small, big := gen(n), gen(8*n)
 			str := func(in string) func() { return func() { _ = r.String(in) } }
 			tail := func(in string) func() {
 				return func() {
@@ -58,8 +56,8 @@ func TestRedactLinearTime(t *testing.T) {
 				if ds < time.Millisecond {
 					ds = time.Millisecond // too fast to compare; a quadratic big run would still show
 				}
-				if ratio := float64(db) / float64(ds); ratio > 10 {
-					t.Errorf("%s: %d bytes took %v, %d bytes %v: %.1f× for 4× the input, want linear (≤ 10×)",
+				if ratio := float64(db) / float64(ds); ratio > 24 {
+					t.Errorf("%s: %d bytes took %v, %d bytes %v: %.1f× for 8× the input, want linear (≤ 24×)",
 						c.what, len(small), ds, len(big), db, ratio)
 				}
 			}

@@ -166,7 +166,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 			a.verdict = cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
 			return a
 		}
-		a.verdict = launchVerdict(err)
+		a.verdict = launchVerdict(err, iso)
 		return a
 	}
 	if exec == nil {
@@ -184,6 +184,12 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 	outTail.Flush()
 	errTail.Flush()
 	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
+	// Copy mode: the run happened, only bringing its changes back was refused (a hostile or
+	// oversized archive); nothing was written to the host.
+	var copyBack *sandbox.CopyBackError
+	if errors.As(err, &copyBack) {
+		err = nil
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -193,7 +199,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 			a.verdict = cline.Verdict{Kind: cline.KindTimeout,
 				Message: fmt.Sprintf("Cline could not be started within the %d s limit: %v", k.TimeoutSeconds, err)}
 		default:
-			a.verdict = launchVerdict(err)
+			a.verdict = launchVerdict(err, iso)
 		}
 		return a
 	}
@@ -214,25 +220,45 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, lockHe
 		Stderr:         stderr.Summary(),
 		OOMKilled:      exit.OOMKilled,
 		Analysis:       k.Tool.Analysis(),
+		Allowed:        allowedTools(iso),
 	})
 	if exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
 	}
+	if copyBack != nil {
+		msg := "Cline ran in the container, but what it changed could not be brought back (" + copyBack.Error() + "); nothing was written to the host"
+		if k.Tool == ApplyClineEdits {
+			a.verdict = cline.Verdict{Kind: cline.KindEditsInspectionFailed, Message: msg}
+		} else {
+			a.verdict.Warnings = append(a.verdict.Warnings, msg)
+		}
+	}
 	return a
 }
 
-// launchVerdict maps a failure to start. A missing executable that was found a moment ago is the
-// CLI being updated (npm replaces files in place), which is worth one retry.
-func launchVerdict(err error) cline.Verdict {
+// launchVerdict maps a failure to start. On the host, a missing executable that was found a
+// moment ago is the CLI being updated (npm replaces files in place), which is worth one retry.
+// An image never changes under a run: there a missing executable (a wrong --docker-cline, an
+// image without the CLI) is launch_failed with the fix, never retried.
+func launchVerdict(err error, iso sandbox.Isolation) cline.Verdict {
+	updating := cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
 	var le *sandbox.LaunchError
-	if errors.As(err, &le) && le.Missing && le.Op != "image inspect" {
-		return cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
+	if errors.As(err, &le) && le.Missing && le.Op != "image inspect" && iso != sandbox.IsolationDocker {
+		return updating
 	}
 	var nf *notFoundError
 	if errors.As(err, &nf) && nf.updating {
-		return cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
+		return updating
 	}
 	return cline.Verdict{Kind: cline.KindLaunchFailed, Message: err.Error()}
+}
+
+// allowedTools are the mutating tools the run's analysis policy keeps (cline.Outcome.Allowed).
+func allowedTools(iso sandbox.Isolation) []string {
+	if iso == sandbox.IsolationDocker {
+		return cline.DockerAnalysisAllowedTools
+	}
+	return nil
 }
 
 // hostSpec fills the spec for a run on this machine.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -73,7 +74,9 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	if err != nil {
 		return cleanup, err
 	}
-	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir})
+	// An engine that copies instead of sharing brings back only providers.json, for the merge.
+	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir,
+		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath, cp.Dir+string(filepath.Separator)))}}})
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = k.r.cfg.DockerCline
 	spec.Args = cline.Args(*req)
@@ -113,7 +116,12 @@ func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 		}
 		return ms, nil
 	default: // apply_cline_edits and ask_cline_workspace
-		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top}, {Source: dotgit, Target: dotgit, ReadOnly: true}}
+		top := sandbox.Mount{Source: lay.Top, Target: lay.Top}
+		if k.Tool == ApplyClineEdits {
+			// An engine that copies instead of sharing brings the checkout's changes back.
+			top.Return = sandbox.Return{Tree: true}
+		}
+		ms := []sandbox.Mount{top, {Source: dotgit, Target: dotgit, ReadOnly: true}}
 		if !within(lay.CommonDir, dotgit) {
 			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
 		}

@@ -17,14 +17,18 @@ func TestMountsFromTheRecord(t *testing.T) {
 	ours := worktree.Repo{Top: "/tmp/wts/x-0123/wt", GitDir: "/src/app/.git/worktrees/wt", CommonDir: "/src/app/.git"}
 	rw := func(p string) sandbox.Mount { return sandbox.Mount{Source: p, Target: p} }
 	ro := func(p string) sandbox.Mount { return sandbox.Mount{Source: p, Target: p, ReadOnly: true} }
+	// back: writable, and an engine that copies brings the run's changes back (apply only).
+	back := func(p string) sandbox.Mount {
+		return sandbox.Mount{Source: p, Target: p, Return: sandbox.Return{Tree: true}}
+	}
 	tests := []struct {
 		name string
 		tool Tool
 		repo worktree.Repo
 		want []sandbox.Mount
 	}{
-		{"apply in a main checkout", ApplyClineEdits, main, []sandbox.Mount{rw("/src/app"), ro("/src/app/.git")}},
-		{"apply in a linked worktree", ApplyClineEdits, linked, []sandbox.Mount{rw("/src/feature"), ro("/src/feature/.git"), ro("/src/app/.git")}},
+		{"apply in a main checkout", ApplyClineEdits, main, []sandbox.Mount{back("/src/app"), ro("/src/app/.git")}},
+		{"apply in a linked worktree", ApplyClineEdits, linked, []sandbox.Mount{back("/src/feature"), ro("/src/feature/.git"), ro("/src/app/.git")}},
 		{"workspace", AskClineWorkspace, ours, []sandbox.Mount{rw("/tmp/wts/x-0123/wt"), ro("/tmp/wts/x-0123/wt/.git"), ro("/src/app/.git")}},
 		{"ask in a repository", AskCline, main, []sandbox.Mount{ro("/src/app")}},
 		{"ask in a linked worktree", AskCline, linked, []sandbox.Mount{ro("/src/feature"), ro("/src/app/.git")}},

@@ -28,10 +28,18 @@ func main() {
 	fake := flag.String("fake", "bin/fake-cline", "built fake CLI")
 	n := flag.Int("n", 40, "calls per latency sample")
 	huge := flag.Int64("huge", 1<<30, "bytes of CLI output for the large RSS sample")
-	wsFiles := flag.Int("workspace-files", 10000, "files in the generated repo of the workspace benchmark (0 skips it)")
+	wsFiles := flag.Int("workspace-files", 10000, "files in the generated repo of the workspace and Docker mounts benchmarks (0 skips them)")
+	only := flag.String("only", "", "run only this benchmark: mounts")
 	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
 	baseline := flag.String("baseline-cline-mcp", "", "a second cline-mcp binary (e.g. built from main) timed interleaved with -cline-mcp in the workspace and apply benchmark")
 	flag.Parse()
+	if *only == "mounts" {
+		if err := benchMounts(*server, *fake, *image, *wsFiles, 10); err != nil {
+			fmt.Fprintln(os.Stderr, "benchbridge:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*server, *fake, *n, *huge); err != nil {
 		fmt.Fprintln(os.Stderr, "benchbridge:", err)
 		os.Exit(1)
@@ -41,6 +49,10 @@ func main() {
 		os.Exit(1)
 	}
 	if err := benchDocker(*server, *fake, *image, 15); err != nil {
+		fmt.Fprintln(os.Stderr, "benchbridge:", err)
+		os.Exit(1)
+	}
+	if err := benchMounts(*server, *fake, *image, *wsFiles, 10); err != nil {
 		fmt.Fprintln(os.Stderr, "benchbridge:", err)
 		os.Exit(1)
 	}

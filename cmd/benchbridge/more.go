@@ -20,43 +20,11 @@ func benchWorkspace(server, baseline, fake, image string, files, n int) error {
 	if files <= 0 {
 		return nil
 	}
-	root, err := os.MkdirTemp("", "benchbridge-ws-")
+	root, repo, env, err := benchRepoHome("benchbridge-ws-", files)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
-	repo := filepath.Join(root, "repo")
-	for i := 0; i < files; i++ {
-		p := filepath.Join(repo, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.txt", i))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte("line "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
-			return err
-		}
-	}
-	git := func(dir string, args ...string) error {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("git %v: %v: %s", args, err, out)
-		}
-		return nil
-	}
-	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "gen"}} {
-		if err := git(repo, a...); err != nil {
-			return err
-		}
-	}
-	home := filepath.Join(root, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".cline", "data", "settings"), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(home, ".cline", "data", "settings", "providers.json"), []byte(providers), 0o600); err != nil {
-		return err
-	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir()}
 	var extra []string
 	if image != "" {
 		extra = []string{"--docker-image", image, "--docker-network", "none"}
@@ -104,10 +72,10 @@ func benchWorkspace(server, baseline, fake, image string, files, n int) error {
 	for i := 0; i < n; i++ {
 		wt := filepath.Join(root, "raw-"+strconv.Itoa(i))
 		start := time.Now()
-		if err := git(repo, "worktree", "add", "-q", "--detach", wt, "HEAD"); err != nil {
+		if err := gitRun(repo, "worktree", "add", "-q", "--detach", wt, "HEAD"); err != nil {
 			return err
 		}
-		if err := git(repo, "worktree", "remove", "--force", wt); err != nil {
+		if err := gitRun(repo, "worktree", "remove", "--force", wt); err != nil {
 			return err
 		}
 		raw = append(raw, time.Since(start))
@@ -172,17 +140,14 @@ func benchDocker(server, fake, image string, n int) error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	home, work := filepath.Join(root, "home"), filepath.Join(root, "work")
-	if err := os.MkdirAll(filepath.Join(home, ".cline", "data", "settings"), 0o700); err != nil {
-		return err
-	}
+	work := filepath.Join(root, "work")
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(home, ".cline", "data", "settings", "providers.json"), []byte(providers), 0o600); err != nil {
+	env, err := benchHome(root)
+	if err != nil {
 		return err
 	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir()}
 	s, err := startServer(server, fake, env, work, "--isolation", "docker", "--docker-image", image, "--docker-network", "none")
 	if err != nil {
 		return err
@@ -211,4 +176,63 @@ func benchDocker(server, fake, image string, n int) error {
 	fmt.Printf("docker (n=%d): `docker run --rm` p50 %.0f ms, Docker-isolated ask_cline call p50 %.0f ms (docker run / call = %.2fx)\n",
 		n, ms(median(cli)), ms(median(call)), float64(median(cli))/float64(median(call)))
 	return nil
+}
+
+// genRepo writes a committed git repository of files one-line files in directories of 100.
+func genRepo(repo string, files int) error {
+	for i := 0; i < files; i++ {
+		p := filepath.Join(repo, fmt.Sprintf("d%03d", i/100), fmt.Sprintf("f%05d.txt", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte("line "+strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "gen"}} {
+		if err := gitRun(repo, a...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func gitRun(dir string, args ...string) error {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@b", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@b")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git %v: %v: %s", args, err, out)
+	}
+	return nil
+}
+
+// benchHome makes root/home with a Cline settings file and returns the server's environment.
+func benchHome(root string) ([]string, error) {
+	home := filepath.Join(root, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".cline", "data", "settings"), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(home, ".cline", "data", "settings", "providers.json"), []byte(providers), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + os.TempDir()}, nil
+}
+
+// benchRepoHome makes a temp root with a generated repository of files files (root/repo) and a
+// home with Cline settings; the caller removes root.
+func benchRepoHome(prefix string, files int) (root, repo string, env []string, err error) {
+	root, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	repo = filepath.Join(root, "repo")
+	if err = genRepo(repo, files); err == nil {
+		env, err = benchHome(root)
+	}
+	if err != nil {
+		os.RemoveAll(root)
+		return "", "", nil, err
+	}
+	return root, repo, env, nil
 }

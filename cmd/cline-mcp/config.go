@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -21,6 +22,8 @@ type config struct {
 	retryIsolation string
 	analysisPolicy string
 
+	dockerHost    string
+	dockerMounts  string
 	dockerImage   string
 	dockerNetwork string
 	dockerMemory  string
@@ -55,8 +58,10 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host or docker; calls may ask for more, never less")
 	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
+	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
+	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
 	fs.StringVar(&c.dockerImage, "docker-image", "cline-mcp/cline:latest", "image with the Cline CLI for docker isolation")
-	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge or a named network (Cline must reach its provider)")
+	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge, a named network, or container:<name> to share a running container's (Cline must reach its provider)")
 	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
 	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")
@@ -83,6 +88,9 @@ func (c *config) validate() error {
 	}
 	if c.analysisPolicy != "readonly" && c.analysisPolicy != "seed" {
 		return fmt.Errorf("--analysis-policy must be readonly or seed, not %q", c.analysisPolicy)
+	}
+	if _, err := docker.ParseMountMode(c.dockerMounts); err != nil {
+		return fmt.Errorf("--docker-mounts: %w", err)
 	}
 	if _, err := parseBytes(c.dockerMemory); err != nil {
 		return fmt.Errorf("--docker-memory: %w", err)

@@ -7,7 +7,6 @@ import (
 	"runtime"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
-
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 )
 
@@ -35,7 +34,17 @@ func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	ep, err := discoverEngine(cfg)
+	if err != nil {
+		return nil, &sandbox.LaunchError{Op: "docker engine", Err: err, Hint: "fix or switch the Docker context (docker context ls / docker context use default), or pass --docker-host"}
+	}
+	mounts, err := docker.ParseMountMode(cfg.dockerMounts)
+	if err != nil {
+		return nil, err
+	}
 	opts := []docker.Option{
+		docker.WithEndpoint(ep),
+		docker.WithMounts(mounts),
 		docker.WithImage(cfg.dockerImage),
 		docker.WithNetwork(cfg.dockerNetwork),
 		docker.WithMemory(mem),
@@ -55,7 +64,7 @@ func dockerCheck(ctx context.Context, cfg *config, needed bool) check {
 	}
 	ex, err := newDocker(cfg)
 	if err != nil {
-		c.detail, c.fix = err.Error()+suffix, "check the --docker-* flags and DOCKER_HOST"
+		c.detail, c.fix = err.Error()+suffix, "check the --docker-* flags, DOCKER_HOST and the Docker context"
 		return c
 	}
 	defer ex.Close()

@@ -29,18 +29,28 @@ type check struct {
 }
 
 // doctor prints one OK/FAIL line per check and returns 1 when a required check failed. It never
-// prints secret values.
+// prints secret values. The host CLI is optional when the floor is docker; the Docker checks
+// (engine and image, network, the CLI and the shell inside the image) are required when Docker
+// isolation is configured and warnings otherwise.
 func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 	var checks []check
 	add := func(c check) { checks = append(checks, c) }
 
+	// With the floor at docker every attempt runs in the image: the host CLI is not used.
+	hostOptional := cfg.isolation == "docker"
+	suffix := ""
+	if hostOptional {
+		suffix = " (not needed: --isolation docker runs Cline in the image)"
+	}
 	clinePath, err := run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS)()
 	if err != nil {
-		add(check{name: "cline executable", detail: err.Error(), fix: "install it with `npm install -g cline` and run `cline auth`, or pass --cline PATH / set CLINE_MCP_CLINE"})
+		add(check{name: "cline executable", detail: err.Error() + suffix, optional: hostOptional,
+			fix: "install it with `npm install -g cline` and run `cline auth`, or pass --cline PATH / set CLINE_MCP_CLINE"})
 	} else {
 		v, verr := clineVersion(ctx, clinePath)
 		if verr != nil {
-			add(check{name: "cline executable", detail: fmt.Sprintf("%s does not answer `version`: %v", clinePath, verr), fix: "reinstall the CLI: npm install -g cline"})
+			add(check{name: "cline executable", detail: fmt.Sprintf("%s does not answer `version`: %v%s", clinePath, verr, suffix),
+				optional: hostOptional, fix: "reinstall the CLI: npm install -g cline"})
 		} else {
 			add(check{name: "cline executable", ok: true, detail: fmt.Sprintf("%s (version %s)", clinePath, v)})
 		}
@@ -61,7 +71,12 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 	add(worktreeRootCheck(cfg.worktreeRoot))
 
 	dockerNeeded := cfg.isolation == "docker" || cfg.retryIsolation == "docker"
-	add(dockerCheck(ctx, cfg, dockerNeeded))
+	engine := dockerCheck(ctx, cfg, dockerNeeded)
+	add(engine)
+	add(engineCheck(ctx, cfg, dockerNeeded))
+	if engine.ok {
+		checks = append(checks, imageChecks(ctx, cfg, dockerNeeded)...)
+	}
 
 	failed := false
 	for _, c := range checks {

@@ -107,29 +107,7 @@ func TestDoctor(t *testing.T) {
 			cmd := exec.Command(server, append([]string{"doctor"}, c.args...)...)
 			cmd.Env = []string{"HOME=" + home, "PATH=" + path, "DOCKER_HOST=unix:///nonexistent/docker.sock",
 				"OPENAI_API_KEY=" + envSecret, "TMPDIR=" + t.TempDir()}
-			out, err := cmd.CombinedOutput()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			text := string(out)
-			if code != c.exit {
-				t.Errorf("got exit %d, want %d\n%s", code, c.exit, text)
-			}
-			lines := strings.Split(text, "\n")
-			for _, w := range c.want {
-				if !hasPrefixLine(lines, w) {
-					t.Errorf("no line starting with %q:\n%s", w, text)
-				}
-			}
-			for _, name := range c.wantFix {
-				if !fixFollows(lines, name) {
-					t.Errorf("the %s check has no fix line:\n%s", name, text)
-				}
-			}
+			text := runDoctor(t, cmd, c.exit, c.want, c.wantFix)
 			for _, nw := range c.notWant {
 				if strings.Contains(text, nw) {
 					t.Errorf("output contains %q:\n%s", nw, text)
@@ -145,6 +123,36 @@ func TestDoctor(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// runDoctor runs a doctor command and checks its exit status, that a line starts with each of
+// want, and that each check in wantFix is followed by a fix line. It returns the output.
+func runDoctor(t *testing.T, cmd *exec.Cmd, exit int, want, wantFix []string) string {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	if code != exit {
+		t.Errorf("got exit %d, want %d\n%s", code, exit, text)
+	}
+	lines := strings.Split(text, "\n")
+	for _, w := range want {
+		if !hasPrefixLine(lines, w) {
+			t.Errorf("no line starting with %q:\n%s", w, text)
+		}
+	}
+	for _, name := range wantFix {
+		if !fixFollows(lines, name) {
+			t.Errorf("the %s check has no fix line:\n%s", name, text)
+		}
+	}
+	return text
+}
 
 func hasPrefixLine(lines []string, prefix string) bool {
 	for _, l := range lines {

@@ -96,6 +96,8 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	} else {
 		rc.Docker = dock
 		sweepDocker = dock.Sweep
+		ep := dock.Endpoint()
+		log.Info("docker engine", "host", ep.Host, "from", ep.Source, "mounts", cfg.dockerMounts)
 	}
 	runner, err := run.New(rc)
 	if err != nil {

@@ -1,8 +1,9 @@
 // Command fake-cline is a scenario-driven stand-in for the real Cline CLI 3.0.65 (npm `cline`),
 // used by the bridge's integration tests on the host and baked into a FROM scratch image. It is
-// pure Go, stdlib only, static with CGO_ENABLED=0, never starts a shell, and execs nothing but
-// `git` (only for `git …` commands of run_commands, e.g. in the commit scenario) and itself (the
-// grandchild_holds_stdio and probe_pids helpers).
+// pure Go, static with CGO_ENABLED=0. Like the real CLI it runs run_commands commands as
+// `/bin/bash -c <command>` and its machine id through `/bin/sh`; otherwise it execs only itself
+// (the grandchild_holds_stdio and probe_pids helpers). Started as `bash` or `sh` it is a small
+// POSIX shell (shell.go): the fake image's /bin/bash and /bin/sh are copies of it.
 //
 // # What matches the real CLI
 //

@@ -12,6 +12,9 @@ import (
 )
 
 func main() {
+	if isShell(os.Args[0]) { // /bin/bash and /bin/sh of the fake image (shell.go)
+		os.Exit(shellMain(os.Args))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -159,5 +162,6 @@ func run(args []string) int {
 		s.autoApprove = *g.ToolAutoApprove
 	}
 	writeRecord(rec)
+	probeMachineID()
 	return sc.run(s)
 }

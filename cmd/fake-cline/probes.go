@@ -20,6 +20,7 @@ func (s *session) probe(fn func() obj) int {
 	s.event(obj{{"type", "content_start"}, {"contentType", "reasoning"}, {"reasoning", "fake-cline " + s.scenario + " running"}, {"redacted", false}})
 	report := string(appendJSON(nil, fn()))
 	s.stream(textTurn(report))
+	s.linger()
 	s.iterationEnd(0)
 	return s.complete(report)
 }

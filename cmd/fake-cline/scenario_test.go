@@ -29,7 +29,8 @@ func TestCommitScenario(t *testing.T) {
 	t.Run("git absent", func(t *testing.T) {
 		w := newWorkspace(t, "")
 		r := runFake(t, invocation{args: w.args("Commit fake:commit"), env: []string{"PATH=/nonexistent"}})
-		if r.code != 0 || !strings.Contains(r.stdout, `"result":"sh: 1: git: not found\n","success":false`) {
+		// Like the real CLI: /bin/bash -c reports the missing program (y_run_commands_mixed's format).
+		if r.code != 0 || !strings.Contains(r.stdout, `"result":"[Command exited with code 127]\n\n[stderr]\n/bin/bash: line 1: git: command not found\n","error":"Command exited with code 127","success":false`) {
 			t.Errorf("got exit %d, stdout %s", r.code, r.stdout)
 		}
 		if log := gitRun(t, w.repo, "log", "--format=%s"); log != "init\n" {

@@ -66,6 +66,15 @@ func (s *session) modelWait(t turn) {
 	}
 }
 
+// linger is the CLI's time between the final answer and the end of the run: param linger_ms
+// (default 0). A test that wants the answer's progress notification to go out before the result
+// gives it longer than the bridge's progress throttle.
+func (s *session) linger() {
+	if d := s.intParam("linger_ms", 0); d > 0 {
+		time.Sleep(time.Duration(d) * time.Millisecond)
+	}
+}
+
 // run plays the script and returns the exit code.
 func (s *session) run(sc script) int {
 	if sc.maxIterations == 0 {
@@ -91,6 +100,7 @@ func (s *session) run(sc script) int {
 		s.modelResponded()
 		text := s.stream(t)
 		if len(t.calls) == 0 {
+			s.linger()
 			s.iterationEnd(0)
 			return s.complete(text)
 		}

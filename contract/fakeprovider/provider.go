@@ -2,8 +2,9 @@
 // suite: it answers POST <base>/chat/completions with plain text, reasoning deltas, tool calls,
 // HTTP errors with OpenAI-style bodies, or a hang, streamed as SSE when the request asks for it
 // (the Cline CLI always does) and as one JSON body otherwise. It records every request (headers
-// and body). It listens on 127.0.0.1 only. The answers mirror the Python fake the recordings in
-// /work/shared/cline-cli were made against (tools/fake_provider.py): 12-character text pieces,
+// and body). It listens on 127.0.0.1 only, or on a Unix socket that a relay (./relay) in a
+// container's network namespace forwards to. The answers mirror the Python fake the recordings in
+// ../shared/cline-cli were made against (tools/fake_provider.py): 12-character text pieces,
 // 40-character argument pieces, a usage chunk when stream_options.include_usage is set.
 package fakeprovider
 
@@ -88,6 +89,7 @@ func Script(steps ...Step) Responder {
 type Provider struct {
 	srv    *http.Server
 	ln     net.Listener
+	base   string // BaseURL when the provider is reached through a relay
 	closed chan struct{}
 	once   sync.Once
 
@@ -109,17 +111,29 @@ func Start(respond Responder) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen fake provider: %w", err)
 	}
+	return Serve(ln, "", respond), nil
+}
+
+// Serve serves on a listener the caller made — a Unix socket that a relay in another network
+// namespace forwards to (contract/fakeprovider/relay) — until Close, which also closes ln.
+// baseURL is what clients use to reach it (BaseURL); "" means http://<ln's address>/v1.
+func Serve(ln net.Listener, baseURL string, respond Responder) *Provider {
 	if respond == nil {
 		respond = Script()
 	}
-	p := &Provider{ln: ln, closed: make(chan struct{}), respond: respond}
+	p := &Provider{ln: ln, base: baseURL, closed: make(chan struct{}), respond: respond}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
-	return p, nil
+	return p
 }
 
 // BaseURL is the value for providers.json's baseUrl: http://127.0.0.1:PORT/v1.
-func (p *Provider) BaseURL() string { return "http://" + p.ln.Addr().String() + "/v1" }
+func (p *Provider) BaseURL() string {
+	if p.base != "" {
+		return p.base
+	}
+	return "http://" + p.ln.Addr().String() + "/v1"
+}
 
 // SetResponder replaces the script and resets the chat request counter.
 func (p *Provider) SetResponder(r Responder) {

@@ -62,12 +62,13 @@ await call("apply-ok", "apply_cline_edits", { prompt: "Edit fake:edit?path=ts.tx
 await call("apply-not-git", "apply_cline_edits", { prompt: "Edit please", cwd: env.E2E_CWD }, false);
 await call("workspace-ok", "ask_cline_workspace", { prompt: "Read fake:read?path=README.md", cwd: env.E2E_REPO }, false);
 
-// Short calls with progress: the last notification and the result are written close together,
-// which is where a server (or the SDK, see typescript-sdk#2580) can get the order wrong.
+// Calls with progress whose last notification goes out right before the run ends (an event
+// every 40 ms, a 500 ms throttle): where a server (or the SDK, see typescript-sdk#2580) can get
+// the order wrong.
 summary.quickCalls = 0;
 summary.quickProgress = 0;
 for (let i = 0; i < 10; i++) {
-  await client.callTool({ name: "ask_cline", arguments: { prompt: "Reply fake:multiturn", cwd: env.E2E_CWD } }, undefined, {
+  await client.callTool({ name: "ask_cline", arguments: { prompt: "Reply fake:slow?seconds=1&interval_ms=40", cwd: env.E2E_CWD } }, undefined, {
     onprogress: () => summary.quickProgress++,
     timeout: 120000,
   });

@@ -95,18 +95,35 @@ func rememberServer(pid int) {
 // ServerContainers lists containers (running or not) started by any server this test process
 // launched, recognised by the pid inside their cline-mcp.instance label. Other test packages'
 // containers, which run at the same time, are not counted.
-func ServerContainers() ([]string, error) {
-	out, err := exec.Command("docker", "ps", "-a", "--filter", "label=cline-mcp.instance",
-		"--format", `{{.ID}} {{.Label "cline-mcp.instance"}}`).Output()
+func ServerContainers() ([]string, error) { return ServerContainersOn("") }
+
+// ServerContainersOn is ServerContainers on the engine at host (docker -H); "" is the default
+// engine.
+func ServerContainersOn(host string) ([]string, error) {
+	serverPIDsMu.Lock()
+	pids := append([]int(nil), serverPIDs...)
+	serverPIDsMu.Unlock()
+	return containersOf(host, pids...)
+}
+
+// ContainersOf lists containers (running or not) started by the cline-mcp servers with these
+// pids, recognised by the pid inside their cline-mcp.instance label.
+func ContainersOf(pids ...int) ([]string, error) { return containersOf("", pids...) }
+
+func containersOf(host string, pids ...int) ([]string, error) {
+	var args []string
+	if host != "" {
+		args = append(args, "-H", host)
+	}
+	args = append(args, "ps", "-a", "--filter", "label=cline-mcp.instance", "--format", `{{.ID}} {{.Label "cline-mcp.instance"}}`)
+	out, err := exec.Command("docker", args...).Output()
 	if err != nil {
 		return nil, err
 	}
-	serverPIDsMu.Lock()
-	pids := map[string]bool{}
-	for _, p := range serverPIDs {
-		pids[strconv.Itoa(p)] = true
+	want := map[string]bool{}
+	for _, p := range pids {
+		want[strconv.Itoa(p)] = true
 	}
-	serverPIDsMu.Unlock()
 	var ids []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
@@ -114,7 +131,7 @@ func ServerContainers() ([]string, error) {
 			continue
 		}
 		parts := strings.Split(f[1], "-") // <hostname>-<pid>-<start ticks>
-		if len(parts) >= 3 && pids[parts[len(parts)-2]] {
+		if len(parts) >= 3 && want[parts[len(parts)-2]] {
 			ids = append(ids, f[0])
 		}
 	}

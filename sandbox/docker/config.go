@@ -63,9 +63,10 @@ func parseUser(s string) (runUser, error) {
 
 // tmpfsOptions is the mount option string of one tmpfs. /tmp and /var/tmp are world-writable
 // with the sticky bit like on any host; every other tmpfs (HOME) belongs to the run's user with
-// mode 0700. exec stays allowed: Cline's runtime may unpack native modules into its temp dir,
-// and the bind-mounted checkout is executable anyway.
-func tmpfsOptions(t sandbox.Tmpfs, u runUser) string {
+// mode 0700 — uid=/gid= on Docker, Podman's "U" (owned by the container's user), since Podman
+// refuses uid= and gid=. exec stays allowed: Cline's runtime may unpack native modules into its
+// temp dir, and the bind-mounted checkout is executable anyway.
+func tmpfsOptions(t sandbox.Tmpfs, u runUser, podman bool) string {
 	size := t.SizeMB
 	if size <= 0 {
 		size = DefaultTmpfsMB
@@ -75,7 +76,12 @@ func tmpfsOptions(t sandbox.Tmpfs, u runUser) string {
 	case "/tmp", "/var/tmp":
 		opts = append(opts, "mode=1777")
 	default:
-		opts = append(opts, "mode=0700", "uid="+strconv.Itoa(u.uid), "gid="+strconv.Itoa(u.gid))
+		opts = append(opts, "mode=0700")
+		if podman {
+			opts = append(opts, "U")
+		} else {
+			opts = append(opts, "uid="+strconv.Itoa(u.uid), "gid="+strconv.Itoa(u.gid))
+		}
 	}
 	return strings.Join(opts, ",")
 }
@@ -83,12 +89,12 @@ func tmpfsOptions(t sandbox.Tmpfs, u runUser) string {
 // socketPaths lists the places a Docker engine socket may live on this machine, resolved through
 // symlinks where they exist (/var/run is usually a link to /run).
 func socketPaths(daemonHost string) []string {
-	cands := []string{"/var/run/docker.sock", "/run/docker.sock"}
+	cands := []string{"/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock"}
 	if u, err := url.Parse(daemonHost); err == nil && u.Scheme == "unix" && u.Path != "" {
 		cands = append(cands, u.Path)
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		cands = append(cands, filepath.Join(d, "docker.sock"))
+		cands = append(cands, filepath.Join(d, "docker.sock"), filepath.Join(d, "podman", "podman.sock"))
 	}
 	if h, err := os.UserHomeDir(); err == nil {
 		cands = append(cands, filepath.Join(h, ".docker", "run", "docker.sock"))
@@ -126,8 +132,10 @@ func checkMountSource(src string, sockets []string) error {
 }
 
 // createOptions turns a Spec into the engine's create request. It is pure apart from the
-// socket checks on the host file system; it validates the Spec first.
-func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.ContainerCreateOptions, error) {
+// socket checks on the host file system; it validates the Spec first. With a nil plan (the
+// validation before the engine is asked anything) the user is Spec.User or the caller and the
+// Mounts are bind mounts; a plan brings the engine's user mapping and, in copy mode, volumes.
+func (e *Executor) createOptions(spec sandbox.Spec, runID string, plan *runPlan) (client.ContainerCreateOptions, error) {
 	if spec.Path == "" || !path.IsAbs(spec.Path) {
 		return client.ContainerCreateOptions{}, fmt.Errorf("path %q: must be an absolute path inside the image", spec.Path)
 	}
@@ -137,6 +145,10 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.Contai
 	u, err := parseUser(spec.User)
 	if err != nil {
 		return client.ContainerCreateOptions{}, err
+	}
+	userns, podman := "", false
+	if plan != nil {
+		u, userns, podman = plan.id.user, plan.id.userns, plan.id.podman
 	}
 	sockets := socketPaths(e.daemonHost)
 	mounts := make([]mount.Mount, 0, len(spec.Mounts))
@@ -155,6 +167,9 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.Contai
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
 		})
 	}
+	if plan != nil && plan.copies != nil {
+		mounts = plan.volumes
+	}
 	var tmpfs map[string]string
 	for _, t := range spec.Tmpfs {
 		if !path.IsAbs(t.Target) {
@@ -163,7 +178,7 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.Contai
 		if tmpfs == nil {
 			tmpfs = make(map[string]string, len(spec.Tmpfs))
 		}
-		tmpfs[path.Clean(t.Target)] = tmpfsOptions(t, u)
+		tmpfs[path.Clean(t.Target)] = tmpfsOptions(t, u, podman)
 	}
 
 	labels := make(map[string]string, len(spec.Labels)+2)
@@ -200,6 +215,7 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string) (client.Contai
 		AutoRemove:     false,
 		Init:           &init,
 		IpcMode:        container.IPCModePrivate,
+		UsernsMode:     container.UsernsMode(userns),
 		LogConfig:      container.LogConfig{Type: "none"},
 		Resources: container.Resources{
 			Memory:     e.memory,

@@ -9,8 +9,17 @@
 // no-new-privileges, the engine's default seccomp profile, a pids limit, a memory limit (no
 // swap), a CPU quota, logging disabled (the output is only ever streamed to the caller, never
 // kept on the engine's disk), not privileged, stdin closed, and never with the Docker socket
-// mounted. The only writable places are the Spec's bind mounts that are not ReadOnly and its
-// tmpfs mounts.
+// mounted. The only writable places are the Spec's Mounts that are not ReadOnly and its tmpfs
+// mounts.
+//
+// # Engines and mounts
+//
+// Discover finds the engine like the docker CLI (flag, DOCKER_HOST, Docker contexts, fallback
+// sockets of rootless Docker, Docker Desktop and Podman); ssh:// engines are reached through
+// `ssh … docker system dial-stdio`. Rootless Docker runs Cline as uid 0 (the calling user on
+// the host), rootless Podman as the caller with userns keep-id. Mounts are bind mounts when the
+// engine sees this machine's files (a probe decides once) and otherwise copied in and out
+// through the archive API (copymode.go), the copy back treated as hostile (tarback.go).
 //
 // # Init
 //
@@ -59,8 +68,11 @@ const (
 
 // Hints of the LaunchErrors Run, Ping and ImagePresent return.
 const (
-	HintEngine = "start the Docker engine (e.g. `sudo systemctl start docker`) or set DOCKER_HOST"
+	HintEngine = "start the Docker engine (e.g. `sudo systemctl start docker`), or point cline-mcp at one: --docker-host, DOCKER_HOST or a Docker context"
 	HintImage  = "build the image: make image (real CLI) or make image-fake (fake CLI for tests)"
+	// HintNetwork is CheckNetwork's: name an existing network (docker network ls) or a running
+	// container (docker ps) with --docker-network.
+	HintNetwork = "pass --docker-network none, bridge, an existing network (docker network ls) or container:<name> of a running container (docker ps)"
 )
 
 // pingTTL is how long a successful ping is trusted; runs in a burst then cost one ping.
@@ -84,6 +96,15 @@ type Client interface {
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	// Copy mode and engine detection.
+	CopyToContainer(ctx context.Context, id string, options client.CopyToContainerOptions) (client.CopyToContainerResult, error)
+	CopyFromContainer(ctx context.Context, id string, options client.CopyFromContainerOptions) (client.CopyFromContainerResult, error)
+	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
+	VolumeRemove(ctx context.Context, id string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
+	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
+	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
+	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
+	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	Close() error
 }
 
@@ -97,6 +118,16 @@ type Executor struct {
 	// daemonHost is the engine address ("unix:///var/run/docker.sock"), used to refuse mounts
 	// of the socket; empty for an injected client without DaemonHost.
 	daemonHost string
+	// endpoint is where the engine was found (WithEndpoint), for Describe.
+	endpoint Endpoint
+	// mounts is the configured mount mode; probed/probedWhy cache auto's decision.
+	mounts     MountMode
+	probeMu    sync.Mutex
+	probed     MountMode
+	probedWhy  string
+	backLimits backLimits
+	// background counts copy-mode volume removals still running after their Run returned.
+	background sync.WaitGroup
 
 	image     string
 	network   string
@@ -106,8 +137,10 @@ type Executor struct {
 	instance  string
 	track     func(runID string) (untrack func())
 
-	mu       sync.Mutex
-	pingedAt time.Time
+	mu        sync.Mutex
+	pingedAt  time.Time
+	flav      flavour
+	flavKnown bool
 }
 
 // Option configures an Executor.
@@ -124,7 +157,8 @@ func WithImage(ref string) Option {
 	}
 }
 
-// WithNetwork sets the network mode: "bridge" (default), "none", or the name of a network.
+// WithNetwork sets the network mode: "bridge" (default), "none", the name of a network, or
+// "container:<name>" (share the network namespace of a running container).
 func WithNetwork(name string) Option {
 	return func(e *Executor) error {
 		if name == "" {
@@ -180,6 +214,18 @@ func WithInstanceID(id string) Option {
 	}
 }
 
+// WithEndpoint makes the executor talk to the engine of ep (see Discover) instead of the
+// default socket. WithClient wins over it.
+func WithEndpoint(ep Endpoint) Option {
+	return func(e *Executor) error {
+		if ep.Host == "" {
+			return errors.New("endpoint: empty host")
+		}
+		e.endpoint = ep
+		return nil
+	}
+}
+
 // WithTrack makes the executor report each run (its id, before the container is created) to
 // track and call the returned func once the container is removed. sandbox/lifeline uses it: when
 // the server dies with runs tracked, its watchdog removes every container of the instance.
@@ -190,7 +236,18 @@ func WithTrack(track func(runID string) (untrack func())) Option {
 	}
 }
 
-// WithClient makes the executor use cli instead of a client built from the environment. The
+// WithMounts sets how Mounts reach the container (default MountsAuto).
+func WithMounts(m MountMode) Option {
+	return func(e *Executor) error {
+		if _, err := ParseMountMode(string(m)); err != nil {
+			return err
+		}
+		e.mounts = m
+		return nil
+	}
+}
+
+// WithClient makes the executor use cli instead of a client built from the endpoint. The
 // caller keeps ownership: Executor.Close does not close it.
 func WithClient(cli Client) Option {
 	return func(e *Executor) error {
@@ -199,17 +256,20 @@ func WithClient(cli Client) Option {
 	}
 }
 
-// New returns an executor. Unless WithClient is given, the engine client comes from the
-// environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH, DOCKER_API_VERSION) and
-// negotiates the API version down to the engine's on first use. New does not contact the
+// New returns an executor. Unless WithClient is given, the engine client is built for the
+// WithEndpoint endpoint (default: the platform's default socket) and negotiates the API version
+// down to the engine's on first use (DOCKER_API_VERSION pins it). New does not contact the
 // engine; Ping does.
 func New(opts ...Option) (*Executor, error) {
 	e := &Executor{
-		image:     DefaultImage,
-		network:   DefaultNetwork,
-		memory:    DefaultMemory,
-		pidsLimit: DefaultPidsLimit,
-		nanoCPUs:  DefaultNanoCPUs,
+		image:      DefaultImage,
+		network:    DefaultNetwork,
+		memory:     DefaultMemory,
+		pidsLimit:  DefaultPidsLimit,
+		nanoCPUs:   DefaultNanoCPUs,
+		endpoint:   Endpoint{Host: defaultHost, Source: "default socket"},
+		mounts:     MountsAuto,
+		backLimits: defaultBackLimits,
 	}
 	for _, opt := range opts {
 		if err := opt(e); err != nil {
@@ -217,7 +277,7 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	if e.cli == nil {
-		cli, err := client.New(client.FromEnv)
+		cli, err := newClient(e.endpoint)
 		if err != nil {
 			return nil, fmt.Errorf("docker client: %w", err)
 		}
@@ -232,13 +292,18 @@ func New(opts ...Option) (*Executor, error) {
 	return e, nil
 }
 
-// Close releases the engine client if New created it. Runs in flight must have returned.
+// Close waits for the background removal of copy-mode volumes, then releases the engine client
+// if New created it. Runs in flight must have returned.
 func (e *Executor) Close() error {
+	e.background.Wait()
 	if e.ownClient {
 		return e.cli.Close()
 	}
 	return nil
 }
+
+// Endpoint is where the engine was found.
+func (e *Executor) Endpoint() Endpoint { return e.endpoint }
 
 // Image is the image reference every run uses.
 func (e *Executor) Image() string { return e.image }

@@ -198,3 +198,14 @@ func frame(stream byte, s string) []byte {
 var errNotFound = cerrdefs.ErrNotFound.WithMessage("no such object")
 
 var errEngineDown = errors.New("connection refused")
+
+// ServerVersion and Info answer as a rootful Docker engine. They are not recorded: the engine
+// is asked once per executor, which the lifecycle call lists need not show (engine_test.go
+// covers the detection).
+func (f *fakeClient) ServerVersion(ctx context.Context, _ client.ServerVersionOptions) (client.ServerVersionResult, error) {
+	return client.ServerVersionResult{Version: "20.10.24"}, nil
+}
+
+func (f *fakeClient) Info(ctx context.Context, _ client.InfoOptions) (client.SystemInfoResult, error) {
+	return client.SystemInfoResult{}, nil
+}

@@ -17,9 +17,9 @@ import (
 func InstanceID() string { return proc.Self().String() }
 
 // Sweep removes the containers left behind by dead server instances: those labelled
-// LabelInstance whose instance ran on this host and is gone. Containers of live instances
-// (this one included) are never touched. It returns how many it removed; the error joins
-// every failure, after trying all candidates.
+// LabelInstance whose instance ran on this host and is gone, and then their copy-mode volumes.
+// Containers and volumes of live instances (this one included) are never touched. It returns
+// how many containers it removed; the error joins every failure, after trying all candidates.
 func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 	host, _ := os.Hostname()
 	return e.removeWhere(ctx, LabelInstance, func(inst string) bool {
@@ -27,14 +27,16 @@ func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 	})
 }
 
-// RemoveOwn force-removes every container of this executor's instance, running or not. The
-// lifeline's watchdog calls it (with WithInstanceID of the server) once the server is gone.
+// RemoveOwn force-removes every container of this executor's instance, running or not, and
+// then its copy-mode volumes. The lifeline's watchdog calls it (with WithInstanceID of the
+// server) once the server is gone.
 func (e *Executor) RemoveOwn(ctx context.Context) (removed int, err error) {
 	return e.removeWhere(ctx, LabelInstance+"="+e.instance, func(string) bool { return true })
 }
 
 // removeWhere force-removes the containers matching the label filter whose instance label
-// passes pick. "Not found" and "removal already in progress" count as done by someone else.
+// passes pick, then the volumes that match the same way. "Not found", "removal already in
+// progress" and "volume in use" count as someone else's business.
 func (e *Executor) removeWhere(ctx context.Context, label string, pick func(instance string) bool) (removed int, err error) {
 	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
@@ -61,5 +63,26 @@ func (e *Executor) removeWhere(ctx context.Context, label string, pick func(inst
 			errs = append(errs, fmt.Errorf("container remove %s: %w", c.ID, rerr))
 		}
 	}
+	errs = append(errs, e.removeVolumesWhere(ctx, label, pick))
 	return removed, errors.Join(errs...)
+}
+
+// removeVolumesWhere removes the copy-mode volumes matching the label filter whose instance
+// label passes pick (their containers are gone by now).
+func (e *Executor) removeVolumesWhere(ctx context.Context, label string, pick func(instance string) bool) error {
+	list, err := e.cli.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", label)})
+	if err != nil {
+		return fmt.Errorf("volume list %s: %w", label, err)
+	}
+	var errs []error
+	for _, v := range list.Items {
+		if !pick(v.Labels[LabelInstance]) {
+			continue
+		}
+		_, err := e.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
+		if err != nil && !isNotFound(err) && !cerrdefs.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("volume remove %s: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -30,8 +30,17 @@ var testImage = "cline-mcp/docker-test:probe" + os.Getenv("CLINE_MCP_TEST_TAG")
 // probePath is the probe's path inside testImage.
 const probePath = "/usr/local/bin/probe"
 
-// testLabel marks every container the e2e tests cause, so leaks can be found by label.
-const testLabel = "cline-mcp.test"
+// testLabel marks every container the e2e tests cause, so leaks can be found by label. It is per
+// checkout (CLINE_MCP_TEST_TAG) like the image: two checkouts testing on one engine must not count
+// (or remove) each other's containers.
+var testLabel = "cline-mcp.test" + tagSuffix()
+
+func tagSuffix() string {
+	if t := os.Getenv("CLINE_MCP_TEST_TAG"); t != "" {
+		return "." + t
+	}
+	return ""
+}
 
 var (
 	engineErr error          // why the engine is unusable; nil when it answers
@@ -45,14 +54,19 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cli, err := client.New(client.FromEnv)
+	home, _ := os.UserHomeDir()
+	ep, err := Discover(Lookup{Getenv: os.Getenv, Home: home})
+	var cli *client.Client
+	if err == nil {
+		cli, err = newClient(ep)
+	}
 	if err == nil {
 		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err = cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
 		pcancel()
 	}
 	if err != nil {
-		engineErr = fmt.Errorf("docker engine unreachable (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
+		engineErr = fmt.Errorf("docker engine unreachable (%s from %s): %w", ep.Host, ep.Source, err)
 		return m.Run()
 	}
 	rawCli = cli
@@ -157,12 +171,23 @@ func buildProbeImage(ctx context.Context, cli *client.Client) error {
 func newTestExecutor(tb testing.TB, opts ...Option) *Executor {
 	tb.Helper()
 	requireEngine(tb)
-	e, err := New(append([]Option{WithImage(testImage)}, opts...)...)
+	e, err := New(append([]Option{WithImage(testImage), WithEndpoint(testEndpoint(tb))}, opts...)...)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
 	tb.Cleanup(func() { _ = e.Close() })
 	return e
+}
+
+// testEndpoint is the engine the environment names, found as the server finds it.
+func testEndpoint(tb testing.TB) Endpoint {
+	tb.Helper()
+	home, _ := os.UserHomeDir()
+	ep, err := Discover(Lookup{Getenv: os.Getenv, Home: home})
+	if err != nil {
+		tb.Fatalf("Discover: %v", err)
+	}
+	return ep
 }
 
 // probeSpec is a Spec running the probe with steps, labelled for the leak check.

@@ -45,7 +45,7 @@ func TestParseUserNeverNegative(t *testing.T) {
 		t.Errorf("parseUser(\"\") on a platform without uids: got %v %v, want errNoCallerIDs", u, err)
 	}
 	e := &Executor{image: "x", network: "none", instance: "i"}
-	if _, err := e.createOptions(sandbox.Spec{Path: "/usr/local/bin/cline"}, "run"); !errors.Is(err, errNoCallerIDs) {
+	if _, err := e.createOptions(sandbox.Spec{Path: "/usr/local/bin/cline"}, "run", nil); !errors.Is(err, errNoCallerIDs) {
 		t.Errorf("createOptions without a uid: got %v, want errNoCallerIDs (no -1 may reach the engine)", err)
 	}
 	if u, err := parseUser("1000:1000"); err != nil || u.String() != "1000:1000" {
@@ -85,7 +85,7 @@ func TestTmpfsOptions(t *testing.T) {
 		{sandbox.Tmpfs{Target: "/home/cline", SizeMB: 32}, "rw,exec,nosuid,nodev,size=32m,mode=0700,uid=1000,gid=1001"},
 	}
 	for _, tt := range tests {
-		if got := tmpfsOptions(tt.t, u); got != tt.want {
+		if got := tmpfsOptions(tt.t, u, false); got != tt.want {
 			t.Errorf("tmpfsOptions(%+v): got %q, want %q", tt.t, got, tt.want)
 		}
 	}

@@ -39,8 +39,13 @@ const exitWait = 30 * time.Second
 //     Exit.Stopped is set with a nil error.
 //   - the container is force-removed on every path, with its own timeout, even when ctx was
 //     cancelled. An OOM kill sets Exit.OOMKilled and adds one line saying so to spec.Stderr.
+//   - Mounts are bind mounts, or in copy mode (WithMounts, or the engine does not see this
+//     machine's files) labelled volumes filled before the create and read back after the exit
+//     as the Mounts' Return says (after a stop too); the volumes are deleted in the background
+//     once the container is gone (Close waits for that).
 //
-// A non-nil error means the run did not happen and nothing is left behind.
+// A non-nil error with a zero Exit means the run did not happen and nothing is left behind; a
+// *sandbox.CopyBackError comes with the Exit of a run whose changes could not be brought back.
 func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, error) {
 	if err := ctx.Err(); err != nil {
 		return sandbox.Exit{}, fmt.Errorf("docker run %s: %w", spec.Path, err)
@@ -54,7 +59,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		// container still has its lifeline remove it.
 		defer e.track(runID)()
 	}
-	opts, err := e.createOptions(spec, runID)
+	opts, err := e.createOptions(spec, runID, nil)
 	if err != nil {
 		le := &sandbox.LaunchError{Op: "docker spec", Err: err}
 		if errors.Is(err, errDockerSocket) {
@@ -72,6 +77,15 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 			Op: "image inspect", Hint: HintImage, Missing: true,
 			Err: fmt.Errorf("image %s not found", e.image),
 		}
+	}
+
+	plan, err := e.prepare(ctx, spec, runID)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	defer plan.release(ctx, e) // after the container's removal below
+	if opts, err = e.createOptions(spec, runID, &plan); err != nil {
+		return sandbox.Exit{}, &sandbox.LaunchError{Op: "docker spec", Err: err}
 	}
 
 	// The create request does not follow ctx: a cancel in mid-request would leave the engine
@@ -183,7 +197,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	x.Stopped = stopped
 	x.StreamsCut = cut
 	x.Duration = time.Since(start)
-	return x, nil
+	return x, plan.copyBack(ctx, id)
 }
 
 // statPath checks that the executable exists in the created container's file system.
@@ -195,7 +209,7 @@ func (e *Executor) statPath(ctx context.Context, id, p string) error {
 	case isNotFound(err):
 		return &sandbox.LaunchError{
 			Op: "docker stat", Missing: true,
-			Hint: fmt.Sprintf("the image %s has no %s: rebuild it (make image or make image-fake)", e.image, p),
+			Hint: fmt.Sprintf("the image %s has no %s: pass the CLI's path inside the image with --docker-cline (default /usr/local/bin/cline), or rebuild it (make image or make image-fake)", e.image, p),
 			Err:  fmt.Errorf("executable %s not found in image %s", p, e.image),
 		}
 	}

@@ -350,8 +350,7 @@ func TestRunDeadline(t *testing.T) {
 
 func TestLaunchErrors(t *testing.T) {
 	t.Run("engine down", func(t *testing.T) {
-		t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "dead.sock"))
-		e, err := New(WithImage(testImage))
+		e, err := New(WithImage(testImage), WithEndpoint(Endpoint{Host: "unix://" + filepath.Join(t.TempDir(), "dead.sock")}))
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

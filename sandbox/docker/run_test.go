@@ -20,7 +20,7 @@ import (
 
 func newFakeExecutor(t *testing.T, f *fakeClient, opts ...Option) *Executor {
 	t.Helper()
-	e, err := New(append([]Option{WithClient(f), WithInstanceID("host-1-2")}, opts...)...)
+	e, err := New(append([]Option{WithClient(f), WithInstanceID("host-1-2"), WithMounts(MountsBind)}, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

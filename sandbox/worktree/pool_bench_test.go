@@ -68,20 +68,19 @@ func bigRepo(tb testing.TB) (repo, commitA, commitB string) {
 }
 
 // BenchmarkPool measures ask_cline_workspace's worktree work with the pool on a generated
-// 50,000-file repository. Every iteration times, in a rotating order so machine noise hits
-// them alike:
+// 50,000-file repository. Every iteration runs three units in a rotating order, so machine noise
+// hits them alike, and each unit ends by deleting a checkout, so each starts after the same
+// kind of disk work:
 //   - raw: `git worktree add --detach` + `git worktree remove --force`;
 //   - today: Add + Remove (the worktree work of a call without the pool);
-//   - cold: Acquire + Release with an empty pool (the worktree is created, then kept), and
-//     cold-setup, its Acquire alone (what a call waits for before Cline starts) against today's
-//     Add;
+//   - pool: Acquire + Release with an empty pool (cold: the worktree is created, then kept;
+//     cold-setup is its Acquire alone, what a call waits for before Cline starts, against
+//     today's Add), then HEAD moves by a commit that changes 100 files (change100: Acquire +
+//     Release), then warm: Acquire + Release at the same HEAD; the pooled worktree is removed
+//     outside the timing.
 //
-// then, with the worktree cold left in the pool,
-//   - change100: Acquire + Release after HEAD moved by a commit that changes 100 files;
-//   - warm: Acquire + Release again at the same HEAD;
-//
-// and removes the pooled worktree outside the timing. It reports the medians and the ratios
-// warm/raw (goal ≤ 0.15), change100/raw (≤ 0.25), cold/today and cold-setup/add (≤ 1.05).
+// It reports the medians and the ratios warm/raw (goal ≤ 0.15), change100/raw (≤ 0.25),
+// cold/today and cold-setup/add (≤ 1.05).
 func BenchmarkPool(b *testing.B) {
 	repo, commitA, commitB := bigRepo(b)
 	ctx := b.Context()
@@ -98,37 +97,8 @@ func BenchmarkPool(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	since := func(start time.Time) time.Duration { return time.Since(start) }
 	t := map[string][]time.Duration{}
-	heavy := []func(i int){
-		func(i int) {
-			p := filepath.Join(rawDir, "wt"+strconv.Itoa(i))
-			start := time.Now()
-			gitT(b, repo, "worktree", "add", "-q", "--detach", p, "HEAD")
-			gitT(b, repo, "worktree", "remove", "--force", p)
-			t["raw"] = append(t["raw"], since(start))
-		},
-		func(int) {
-			start := time.Now()
-			wt, err := today.Add(ctx, repo)
-			must(err)
-			t["add"] = append(t["add"], since(start))
-			must(wt.Remove(ctx))
-			t["today"] = append(t["today"], since(start))
-		},
-		func(int) {
-			start := time.Now()
-			wt, err := m.Acquire(ctx, repo)
-			must(err)
-			t["cold-setup"] = append(t["cold-setup"], since(start))
-			if wt.Reused {
-				b.Fatal("the pool was not empty")
-			}
-			_, err = wt.Release(ctx)
-			must(err)
-			t["cold"] = append(t["cold"], since(start))
-		},
-	}
+	record := func(name string, start time.Time) { t[name] = append(t[name], time.Since(start)) }
 	call := func(name string) {
 		start := time.Now()
 		wt, err := m.Acquire(ctx, repo)
@@ -141,24 +111,55 @@ func BenchmarkPool(b *testing.B) {
 		if !rel.Pooled {
 			b.Fatalf("%s: not pooled", name)
 		}
-		t[name] = append(t[name], since(start))
+		record(name, start)
+	}
+	var from, to string
+	units := []func(i int){
+		func(i int) {
+			p := filepath.Join(rawDir, "wt"+strconv.Itoa(i))
+			start := time.Now()
+			gitT(b, repo, "worktree", "add", "-q", "--detach", p, "HEAD")
+			gitT(b, repo, "worktree", "remove", "--force", p)
+			record("raw", start)
+		},
+		func(int) {
+			start := time.Now()
+			wt, err := today.Add(ctx, repo)
+			must(err)
+			record("add", start)
+			must(wt.Remove(ctx))
+			record("today", start)
+		},
+		func(int) {
+			start := time.Now()
+			wt, err := m.Acquire(ctx, repo)
+			must(err)
+			record("cold-setup", start)
+			if wt.Reused {
+				b.Fatal("the pool was not empty")
+			}
+			_, err = wt.Release(ctx)
+			must(err)
+			record("cold", start)
+			setHead(to)
+			call("change100")
+			call("warm")
+			setHead(from)
+			wt, err = m.Acquire(ctx, repo) // empty the pool for the next cold call
+			must(err)
+			must(wt.Remove(ctx))
+		},
 	}
 	i := 0
 	for b.Loop() {
-		from, to := commitA, commitB
+		from, to = commitA, commitB
 		if i%2 == 1 {
 			from, to = to, from
 		}
 		setHead(from)
-		for k := range heavy {
-			heavy[(i+k)%len(heavy)](i)
+		for k := range units {
+			units[(i+k)%len(units)](i)
 		}
-		setHead(to)
-		call("change100")
-		call("warm")
-		wt, err := m.Acquire(ctx, repo) // empty the pool for the next cold call
-		must(err)
-		must(wt.Remove(ctx))
 		i++
 	}
 	med := map[string]time.Duration{}

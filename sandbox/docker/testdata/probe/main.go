@@ -19,6 +19,9 @@
 //	spawn N                    start N children that sleep: "spawned K" and on failure "spawn error: ..."
 //	connect ADDR               TCP dial with a 3 s timeout: "connect ok" or "connect error: ..."
 //	stdin                      read stdin to EOF: "stdin N bytes"
+//	rm PATH | mkdir PATH       remove (recursively) / create a directory: "<step> PATH ok|error: ..."
+//	symlink TARGET PATH        create a symbolic link; link OLD NEW: a hard link; mkfifo PATH
+//	chmod PATH OCTAL           change the permission bits
 //	child-sleep                (internal) sleep until killed
 package main
 
@@ -150,6 +153,28 @@ func main() {
 		case "stdin":
 			n, err := io.Copy(io.Discard, os.Stdin)
 			fmt.Printf("stdin %d bytes %v\n", n, err)
+		case "rm":
+			p := next()
+			report(step, p, os.RemoveAll(p))
+		case "mkdir":
+			p := next()
+			report(step, p, os.MkdirAll(p, 0o755))
+		case "symlink":
+			target, p := next(), next()
+			report(step, p, os.Symlink(target, p))
+		case "link":
+			old, p := next(), next()
+			report(step, p, os.Link(old, p))
+		case "mkfifo":
+			p := next()
+			report(step, p, syscall.Mkfifo(p, 0o644))
+		case "chmod":
+			p := next()
+			m, err := strconv.ParseUint(next(), 8, 32)
+			if err == nil {
+				err = os.Chmod(p, os.FileMode(m))
+			}
+			report(step, p, err)
 		default:
 			fmt.Fprintf(os.Stderr, "probe: unknown step %q\n", step)
 			os.Exit(2)
@@ -174,6 +199,14 @@ func spawn(n int) {
 		procs = append(procs, p)
 	}
 	fmt.Printf("spawned %d\n", len(procs))
+}
+
+func report(step, p string, err error) {
+	if err != nil {
+		fmt.Printf("%s %s error: %v\n", step, p, err)
+	} else {
+		fmt.Printf("%s %s ok\n", step, p)
+	}
 }
 
 func atoi(s string) int {

@@ -1,0 +1,215 @@
+//go:build e2e
+
+package mcpserver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+	"github.com/cline-mcp/cline-mcp/internal/testengine"
+)
+
+// engine is a Docker engine the Docker scenarios run against: the default one (bind mounts), a
+// private dockerd that cannot see this machine's files (copy mode, found by the probe), or
+// Podman (bind mounts, and copy mode when forced).
+type engine struct {
+	name string
+	// host is the engine's address ("" = what the server finds by itself: the default engine).
+	host string
+	// args are extra server flags (--docker-host, --docker-mounts).
+	args []string
+	// copy: files are copied in and out, so the analysis tools bring nothing back.
+	copy bool
+}
+
+var defaultEngine = engine{name: "default"}
+
+// The private engines of this test process; nil with the reason when they cannot run here.
+var (
+	secondDockerd, podman       *testengine.Engine
+	secondDockerdErr, podmanErr error
+)
+
+func init() {
+	beforeAll = append(beforeAll, func() error {
+		if dockerErr != nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		secondDockerd, secondDockerdErr = startPrivate(ctx, testengine.StartDockerd)
+		podman, podmanErr = startPrivate(ctx, testengine.StartPodman)
+		if os.Getenv("CI") == "true" {
+			if err := errors.Join(secondDockerdErr, podmanErr); err != nil {
+				return fmt.Errorf("CI=true but a private engine is unavailable: %w", err)
+			}
+		}
+		for name, err := range map[string]error{"the private dockerd (copy mode)": secondDockerdErr, "Podman": podmanErr} {
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "!!! Docker scenarios against %s will be SKIPPED: %v\n", name, err)
+			}
+		}
+		return nil
+	})
+	afterAll = append(afterAll, func() error {
+		var errs []error
+		for _, eng := range []*testengine.Engine{secondDockerd, podman} {
+			if eng == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			left, err := eng.Leftovers(ctx, "cline-mcp.instance")
+			cancel()
+			if err == nil && len(left) > 0 {
+				err = fmt.Errorf("leak: %s keeps %v", eng.Name, left)
+			}
+			errs = append(errs, err, eng.Stop())
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// startPrivate starts an engine and loads the fake images into it.
+func startPrivate(ctx context.Context, start func(context.Context) (*testengine.Engine, error)) (*testengine.Engine, error) {
+	eng, err := start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	images := []string{mcpsession.FakeImage}
+	if gitImageErr == nil {
+		images = append(images, mcpsession.FakeImageGit)
+	}
+	for _, img := range images {
+		if err := eng.LoadImage(ctx, img); err != nil {
+			return nil, errors.Join(err, eng.Stop())
+		}
+	}
+	return eng, nil
+}
+
+func (eng engine) containers() ([]string, error) { return mcpsession.ServerContainersOn(eng.host) }
+
+// newEngineEnv starts a server for the Docker scenarios on eng, with the fake image and no
+// network.
+func newEngineEnv(t *testing.T, eng engine, args ...string) *env {
+	t.Helper()
+	if dockerErr != nil {
+		t.Skipf("!!! SKIPPED: no Docker engine: %v", dockerErr)
+	}
+	base := append([]string{"--docker-image", mcpsession.FakeImage, "--docker-network", "none"}, eng.args...)
+	return newEnv(t, append(base, args...)...)
+}
+
+// private returns the engine description of a private engine, or skips loudly (CI=true has
+// failed the suite already when it is missing).
+func private(t *testing.T, eng *testengine.Engine, err error, copyMode bool, args ...string) engine {
+	t.Helper()
+	if dockerErr != nil {
+		t.Skipf("!!! SKIPPED: no Docker engine: %v", dockerErr)
+	}
+	if eng == nil {
+		t.Skipf("!!! SKIPPED: %v", err)
+	}
+	return engine{name: eng.Name, host: eng.Host, args: append([]string{"--docker-host", eng.Host}, args...), copy: copyMode}
+}
+
+type scenario struct {
+	name string
+	run  func(*testing.T, engine)
+}
+
+// allTools are the Docker scenarios of the three tools, the settings merge and the cleanup.
+var allTools = []scenario{
+	{"ask", testDockerAskCline},
+	{"ask cannot write cwd", testDockerAskClineCannotWriteCwd},
+	{"apply edits and ownership", testDockerApplyEditsAndOwnership},
+	{"apply cannot commit", testDockerApplyCannotCommit},
+	{"workspace", testDockerWorkspace},
+	{"override merges token", testDockerOverrideMergesTokenNotTrackedFields},
+	{"timeout and cancel leave nothing", testDockerTimeoutAndCancelLeaveNothing},
+	{"escape probes", testDockerEscapeProbes},
+	{"git inside the sandbox", testDockerGitInsideTheSandbox},
+}
+
+func runScenarios(t *testing.T, eng engine, list []scenario) {
+	for _, sc := range list {
+		t.Run(sc.name, func(t *testing.T) {
+			sc.run(t, eng)
+			left, err := eng.containers()
+			if err != nil || len(left) > 0 {
+				t.Errorf("containers left on %s: %v %v", eng.name, left, err)
+			}
+		})
+	}
+}
+
+// TestCopyEngine runs every Docker scenario against a dockerd that cannot see this machine's
+// files: the server must find that out by itself (no --docker-mounts) and copy.
+func TestCopyEngine(t *testing.T) {
+	eng := private(t, secondDockerd, secondDockerdErr, true)
+	runScenarios(t, eng, allTools)
+	e := newEngineEnv(t, eng)
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	wantDockerOK(t, sc)
+	if log := e.sess.Stderr(); !strings.Contains(log, "host="+eng.host) {
+		t.Errorf("the server did not log the engine it uses:\n%s", log)
+	}
+}
+
+// TestCopyEngineThroughContext: no flag, no DOCKER_HOST — a Docker config whose current context
+// (made by the real docker CLI) points at the private dockerd leads the server there.
+func TestCopyEngineThroughContext(t *testing.T) {
+	eng := private(t, secondDockerd, secondDockerdErr, true)
+	cfg := t.TempDir()
+	for _, args := range [][]string{{"context", "create", "private", "--docker", "host=" + eng.host}, {"context", "use", "private"}} {
+		cmd := exec.Command("docker", args...)
+		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+cfg)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	e := newEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
+	e.sess.Stop()
+	e.startWithEnv([]string{"DOCKER_CONFIG=" + cfg}, "--docker-image", mcpsession.FakeImage, "--docker-network", "none")
+	sc, _ := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Edit fake:edit_many?modify=README.md&create=via_context.txt"})
+	wantDockerOK(t, sc)
+	if files := mcpsession.ChangedFiles(sc); files["via_context.txt"] != "A" || files["README.md"] != "M" {
+		t.Errorf("got changed files %v, want the edits copied back", files)
+	}
+	log := e.sess.Stderr()
+	if !strings.Contains(log, "host="+eng.host) || !strings.Contains(log, "current context private") {
+		t.Errorf("the server did not use the context's engine:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "via_context.txt")); err != nil {
+		t.Errorf("the created file is not in the checkout: %v", err)
+	}
+}
+
+// TestPodman runs the scenarios against Podman's Docker-compatible API: it sees this machine's
+// files, so directories are bind-mounted.
+func TestPodman(t *testing.T) {
+	runScenarios(t, private(t, podman, podmanErr, false), allTools)
+}
+
+// TestPodmanCopy forces copy mode on Podman, whose archive API differs from Docker's (entry
+// names, volumes of a container that is not running).
+func TestPodmanCopy(t *testing.T) {
+	eng := private(t, podman, podmanErr, true, "--docker-mounts", "copy")
+	runScenarios(t, eng, []scenario{
+		{"ask", testDockerAskCline},
+		{"apply edits and ownership", testDockerApplyEditsAndOwnership},
+		{"apply cannot commit", testDockerApplyCannotCommit},
+		{"workspace", testDockerWorkspace},
+		{"override merges token", testDockerOverrideMergesTokenNotTrackedFields},
+		{"git inside the sandbox", testDockerGitInsideTheSandbox},
+	})
+}

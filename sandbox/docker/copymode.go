@@ -1,0 +1,332 @@
+package docker
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// copyTimeout bounds the copy back after the run's ctx ended (a stop); a tree of 10,000 files
+// takes a second or two on a local engine.
+const copyTimeout = 5 * time.Minute
+
+// copied is one directory Mount in copy mode: a labelled volume filled from the host.
+type copied struct {
+	m      sandbox.Mount
+	volume string
+	// nested are the Targets of the other Mounts inside this one, relative and slash-separated:
+	// they have their own volume or upload, and never come back through this one.
+	nested []string
+	// man records what went in, for a Return.Tree mount.
+	man manifest
+}
+
+// copySet is the copy-mode state of one run: its volumes and how to bring changes back.
+type copySet struct {
+	e    *Executor
+	dirs []*copied
+	// files are single-file Mounts; each lies inside a directory Mount and is uploaded into
+	// its volume (a read-only one without its write bits, which is all a file in a volume can
+	// have; never brought back).
+	files []sandbox.Mount
+}
+
+// prepareCopy creates one volume per directory Mount, fills them through a filler container
+// (created, never started, removed before prepareCopy returns) and returns the mounts of the
+// run container: each volume at its Target, read-only as the Mount says. A read-only volume
+// cannot be written through the archive API, hence the filler, which mounts all of them
+// writable. On error everything created is removed again.
+func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, id identity) (_ *copySet, _ []mount.Mount, err error) {
+	u := id.user
+	cs := &copySet{e: e}
+	defer func() {
+		if err != nil {
+			cs.cleanup(ctx)
+		}
+	}()
+	if err := cs.plan(spec.Mounts); err != nil {
+		return nil, nil, &sandbox.LaunchError{Op: "docker copy", Err: err}
+	}
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelRun], labels[LabelInstance] = runID, e.instance
+	for i, d := range cs.dirs {
+		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{
+			Name:   "cline-mcp-" + runID + "-" + strconv.Itoa(i),
+			Labels: labels,
+		})
+		cancel()
+		if err != nil {
+			return nil, nil, e.launchError("volume create", runID, err)
+		}
+		d.volume = v.Volume.Name
+	}
+	fillerLabels := maps.Clone(labels)
+	fillerLabels[labelRole] = "filler"
+	fcfg := neverStarted(e.image)
+	fcfg.Labels = fillerLabels
+	filler, err := e.createLabelled(ctx, runID, fcfg,
+		// The filler's user namespace is the run's: files it extracts for uid u are u's in the
+		// run too (rootless Podman's keep-id maps ids differently from its default).
+		&container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: cs.volumeMounts(false),
+			UsernsMode: container.UsernsMode(id.userns)})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer e.remove(ctx, filler)
+	for _, d := range cs.dirs {
+		if err := cs.fill(ctx, filler, d, u); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, f := range cs.files {
+		dir, base := path.Split(f.Target)
+		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return writeFile(tw, base, f.Source, u, f.ReadOnly) }); err != nil {
+			return nil, nil, e.copyError(ctx, "copy "+f.Source+" into the container", filler, err)
+		}
+	}
+	return cs, cs.volumeMounts(true), nil
+}
+
+// labelRole tells the filler container apart from the run container in listings.
+const labelRole = "cline-mcp.role"
+
+// plan sorts the Mounts into volumes and single files and works out which lie inside which.
+func (cs *copySet) plan(ms []sandbox.Mount) error {
+	for _, m := range ms {
+		m.Target = path.Clean(m.Target)
+		if m.Target == "/" {
+			return errors.New("copy mode cannot fill the container's root directory")
+		}
+		fi, err := os.Stat(m.Source)
+		if err != nil {
+			return fmt.Errorf("mount %s: %w", m.Source, err)
+		}
+		if fi.IsDir() {
+			cs.dirs = append(cs.dirs, &copied{m: m})
+		} else {
+			cs.files = append(cs.files, m)
+		}
+	}
+	// Outer directories first, so a nested volume's mount point exists when it is filled.
+	slices.SortFunc(cs.dirs, func(a, b *copied) int { return strings.Compare(a.m.Target, b.m.Target) })
+	for _, f := range cs.files {
+		if cs.enclosing(f.Target) == nil {
+			return fmt.Errorf("mount %s: a single file can be copied only into a directory that is mounted too", f.Source)
+		}
+	}
+	for _, d := range cs.dirs {
+		for _, o := range cs.dirs {
+			if o != d && within(o.m.Target, d.m.Target) {
+				d.nested = append(d.nested, rel(d.m.Target, o.m.Target))
+			}
+		}
+		for _, f := range cs.files {
+			if within(f.Target, d.m.Target) {
+				d.nested = append(d.nested, rel(d.m.Target, f.Target))
+			}
+		}
+	}
+	return nil
+}
+
+// enclosing is the innermost directory mount that holds target.
+func (cs *copySet) enclosing(target string) *copied {
+	var best *copied
+	for _, d := range cs.dirs {
+		if within(target, d.m.Target) && (best == nil || len(d.m.Target) > len(best.m.Target)) {
+			best = d
+		}
+	}
+	return best
+}
+
+// within reports whether p lies strictly below dir (container paths).
+func within(p, dir string) bool {
+	return p != dir && strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func rel(dir, p string) string { return strings.TrimPrefix(p, strings.TrimSuffix(dir, "/")+"/") }
+
+// volumeMounts are the volumes at their Targets: writable for the filler, as the Mounts say
+// for the run.
+func (cs *copySet) volumeMounts(forRun bool) []mount.Mount {
+	out := make([]mount.Mount, 0, len(cs.dirs))
+	for _, d := range cs.dirs {
+		out = append(out, mount.Mount{Type: mount.TypeVolume, Source: d.volume, Target: d.m.Target, ReadOnly: forRun && d.m.ReadOnly})
+	}
+	return out
+}
+
+// fill uploads a directory Mount's tree into its volume, then the volume root's owner and mode
+// (an entry uploaded to the parent: Docker applies the root's metadata only that way, Podman
+// resolves the parent outside the volume and merely creates a directory in the filler).
+func (cs *copySet) fill(ctx context.Context, filler string, d *copied, u runUser) error {
+	e := cs.e
+	skip := underAny(d.nested)
+	var noRecord skipFunc
+	if !d.m.ReadOnly && d.m.Return.Tree {
+		d.man = manifest{}
+		noRecord = hasGitPart
+	}
+	err := e.upload(ctx, filler, d.m.Target, func(tw *tar.Writer) error {
+		return writeTree(tw, d.m.Source, u, skip, noRecord, d.man)
+	})
+	if err != nil {
+		return e.copyError(ctx, "copy "+d.m.Source+" into the container", filler, err)
+	}
+	fi, err := os.Stat(d.m.Source)
+	if err != nil {
+		return &sandbox.LaunchError{Op: "docker copy", Err: err}
+	}
+	parent, base := path.Split(d.m.Target)
+	err = e.upload(ctx, filler, parent, func(tw *tar.Writer) error { return writeDirEntry(tw, base, fi.Mode(), u) })
+	if err != nil {
+		return e.copyError(ctx, "set the owner of "+d.m.Target+" in the container", filler, err)
+	}
+	return nil
+}
+
+// upload streams the tar written by write into the container at dest.
+func (e *Executor) upload(ctx context.Context, id, dest string, write func(*tar.Writer) error) error {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriterSize(pw, 256<<10)
+		tw := tar.NewWriter(bw)
+		err := write(tw)
+		if err == nil {
+			err = tw.Close()
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	_, err := e.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: dest, Content: pr})
+	pr.CloseWithError(errors.New("upload ended")) // a writer still running stops
+	werr := <-done
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// copyError classifies a failed archive call of the copy: the call's end (ctx), the engine
+// gone, or a launch failure saying what could not be copied.
+func (e *Executor) copyError(ctx context.Context, op, id string, err error) error {
+	var le *sandbox.LaunchError
+	switch {
+	case errors.As(err, &le):
+		return err
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	case client.IsErrConnectionFailed(err):
+		return e.launchError(op, id, err)
+	}
+	return &sandbox.LaunchError{Op: "docker copy", Err: fmt.Errorf("%s: %w", op, err),
+		Hint: "copy mode needs the engine's archive API; --docker-mounts bind avoids copying when the engine sees this machine's paths"}
+}
+
+// copyBack brings back what the Mounts' Return names from the exited run container. It runs
+// after a stop too (a bind mount would have the changes of a stopped run as well), on its own
+// timeout. The first failure ends it; each Mount is all or nothing.
+func (cs *copySet) copyBack(ctx context.Context, id string) error {
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyTimeout)
+	defer cancel()
+	for _, d := range cs.dirs {
+		if d.m.ReadOnly || d.m.Return.IsZero() {
+			continue
+		}
+		if d.m.Return.Tree {
+			if err := cs.treeBack(bctx, id, d); err != nil {
+				return &sandbox.CopyBackError{Source: d.m.Source, Err: err}
+			}
+			continue
+		}
+		for _, f := range d.m.Return.Files {
+			if err := cs.fileBack(bctx, id, d, f); err != nil {
+				return &sandbox.CopyBackError{Source: filepath.Join(d.m.Source, filepath.FromSlash(f)), Err: err}
+			}
+		}
+	}
+	return nil
+}
+
+// treeBack downloads a Return.Tree mount, validates and stages it, then applies it to Source.
+func (cs *copySet) treeBack(ctx context.Context, id string, d *copied) error {
+	res, err := cs.e.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: d.m.Target})
+	if err != nil {
+		return fmt.Errorf("download %s: %w", d.m.Target, err)
+	}
+	defer res.Content.Close()
+	if !res.Stat.Mode.IsDir() {
+		return hostile("%s is no longer a directory in the container", d.m.Target)
+	}
+	stage, err := os.MkdirTemp("", "cline-mcp-back-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+	skip := func(r string) bool { return hasGitPart(r) || underAny(d.nested)(r) }
+	plan, err := readBack(res.Content, path.Base(d.m.Target), d.man, skip, stage, cs.e.backLimits)
+	if err != nil {
+		return err
+	}
+	return plan.apply(d.m.Source)
+}
+
+// fileBack brings one Return.Files path back as a regular file, or removes it from Source when
+// the run removed it or made it something else.
+func (cs *copySet) fileBack(ctx context.Context, id string, d *copied, f string) error {
+	r := path.Clean(f)
+	if !filepath.IsLocal(filepath.FromSlash(r)) || hasGitPart(r) {
+		return fmt.Errorf("return path %q: must be a plain relative path", f)
+	}
+	res, err := cs.e.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: path.Join(d.m.Target, r)})
+	if isNotFound(err) {
+		return putFile(d.m.Source, filepath.FromSlash(r), nil, false)
+	}
+	if err != nil {
+		return fmt.Errorf("download %s: %w", r, err)
+	}
+	defer res.Content.Close()
+	data, ok, err := readOneFile(res.Content)
+	if err != nil {
+		return err
+	}
+	return putFile(d.m.Source, filepath.FromSlash(r), data, ok)
+}
+
+// cleanup removes the run's volumes (the containers using them must be gone). It ignores ctx's
+// end; "not found" counts as removed.
+func (cs *copySet) cleanup(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	for _, d := range cs.dirs {
+		if d.volume != "" {
+			_, _ = cs.e.cli.VolumeRemove(rctx, d.volume, client.VolumeRemoveOptions{Force: true})
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package docker
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// entry is what copy mode remembers of one file it copied into a container, so the copy back
+// rewrites only what the run changed and deletes only what it copied in.
+type entry struct {
+	kind byte // 'd' directory, 'f' regular file, 'l' symbolic link
+	mode fs.FileMode
+	size int64
+	sum  [sha256.Size]byte
+	link string
+}
+
+// manifest maps slash-separated paths relative to a mount's root to what was copied in.
+type manifest map[string]entry
+
+// skipFunc reports whether a relative path (and everything below it) is left out.
+type skipFunc func(rel string) bool
+
+// underAny returns a skipFunc for the given relative paths and their subtrees.
+func underAny(rels []string) skipFunc {
+	return func(rel string) bool {
+		for _, r := range rels {
+			if rel == r || strings.HasPrefix(rel, r+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// hasGitPart reports whether a relative path has a component named .git (in any case: on a
+// case-insensitive file system .GIT is the same directory).
+func hasGitPart(rel string) bool {
+	for _, p := range strings.Split(rel, "/") {
+		if strings.EqualFold(p, ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// permBits are the mode bits copied in both directions: no setuid, setgid or sticky bit ever
+// comes back from a container.
+const permBits = fs.ModePerm
+
+// writeTree writes the tree under src into tw as "./" and "./<rel>" entries owned by u, with
+// their permission bits and modification times; symbolic links stay links. Sockets, devices and
+// pipes are left out, as are entries that vanish or cannot be read while walking (like a bind
+// mount shows them: not at all to a reader without permission). skip leaves out paths and their
+// subtrees. When man is not nil, every entry written is recorded in it (regular files with
+// their SHA-256) except those for which noRecord says so.
+func writeTree(tw *tar.Writer, src string, u runUser, skip, noRecord skipFunc, man manifest) error {
+	buf := make([]byte, 256<<10)
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == src {
+				return err
+			}
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		rel := "."
+		if p != src {
+			r, err := filepath.Rel(src, p)
+			if err != nil {
+				return err
+			}
+			rel = filepath.ToSlash(r)
+			if skip(rel) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		hdr := &tar.Header{
+			Name: "./" + rel, Mode: int64(info.Mode() & permBits), ModTime: info.ModTime(),
+			Uid: u.uid, Gid: u.gid, Format: tar.FormatPAX,
+		}
+		if rel == "." {
+			hdr.Name = "./"
+		}
+		record := man != nil && rel != "." && (noRecord == nil || !noRecord(rel))
+		var e entry
+		switch {
+		case info.IsDir():
+			hdr.Typeflag = tar.TypeDir
+			if rel != "." {
+				hdr.Name += "/"
+			}
+			e = entry{kind: 'd', mode: info.Mode() & permBits}
+		case info.Mode()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return nil
+			}
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, link
+			e = entry{kind: 'l', link: link}
+		case info.Mode().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return nil // unreadable: left out, like a file the container could not read
+			}
+			defer f.Close()
+			hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
+			if err := tw.WriteHeader(hdr); err != nil {
+				return err
+			}
+			var h hash.Hash
+			var w io.Writer = tw
+			if record {
+				h = sha256.New()
+				w = io.MultiWriter(tw, h)
+			}
+			n, err := io.CopyBuffer(w, io.LimitReader(f, info.Size()), buf)
+			if err != nil {
+				return fmt.Errorf("copy %s: %w", p, err)
+			}
+			if n != info.Size() {
+				return fmt.Errorf("copy %s: it shrank while being copied (%d of %d bytes)", p, n, info.Size())
+			}
+			if record {
+				e = entry{kind: 'f', mode: info.Mode() & permBits, size: n}
+				copy(e.sum[:], h.Sum(nil))
+				man[rel] = e
+			}
+			return nil
+		default:
+			return nil
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if record {
+			man[rel] = e
+		}
+		return nil
+	})
+}
+
+// writeDirEntry writes the one entry "<name>/" (a directory owned by u with mode). Uploaded to
+// the parent of a volume's mount point, it sets the owner and mode of the volume's root, which
+// an entry "./" inside the volume does not do on every engine.
+func writeDirEntry(tw *tar.Writer, name string, mode fs.FileMode, u runUser) error {
+	return tw.WriteHeader(&tar.Header{
+		Name: path.Clean(name) + "/", Typeflag: tar.TypeDir, Mode: int64(mode & permBits),
+		Uid: u.uid, Gid: u.gid, Format: tar.FormatPAX,
+	})
+}
+
+// writeFile writes the one regular file src as name, owned by u, without write bits when
+// readOnly.
+func writeFile(tw *tar.Writer, name, src string, u runUser, readOnly bool) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	mode := info.Mode() & permBits
+	if readOnly {
+		mode &^= 0o222
+	}
+	if err := tw.WriteHeader(&tar.Header{
+		Name: name, Typeflag: tar.TypeReg, Mode: int64(mode), Size: info.Size(),
+		ModTime: info.ModTime(), Uid: u.uid, Gid: u.gid, Format: tar.FormatPAX,
+	}); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, io.LimitReader(f, info.Size()))
+	if err == nil && n != info.Size() {
+		err = fmt.Errorf("%s shrank while being copied", src)
+	}
+	return err
+}
