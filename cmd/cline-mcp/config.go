@@ -13,6 +13,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/egress"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // config is every flag of the server. Environment variables are read only in this package.
@@ -37,6 +38,8 @@ type config struct {
 	dockerEnv         multiFlag
 
 	worktreeRoot string
+	pool         int
+	poolIdle     time.Duration
 	logFile      string
 	logLevel     string
 	stopGrace    time.Duration
@@ -46,6 +49,9 @@ type config struct {
 	// args are the flags as given, passed on to the lifeline watchdog.
 	args []string
 }
+
+// maxPool bounds --workspace-pool: every idle worktree is a full checkout on disk.
+const maxPool = 16
 
 type multiFlag []string
 
@@ -70,6 +76,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dockerCline, "docker-cline", "/usr/local/bin/cline", "path of the Cline executable inside the image")
 	fs.Var(&c.dockerEnv, "docker-env", "name of a server environment variable to pass into the container (repeatable), e.g. OPENAI_API_KEY")
 	fs.StringVar(&c.worktreeRoot, "worktree-root", "", "directory for disposable worktrees (default: $TMPDIR/cline-mcp-worktrees)")
+	fs.IntVar(&c.pool, "workspace-pool", 0, "idle worktrees per repository kept for later ask_cline_workspace calls (0: every worktree is removed after its call)")
+	fs.DurationVar(&c.poolIdle, "workspace-pool-idle", worktree.DefaultPoolIdle, "how long an idle pooled worktree is kept")
 	fs.StringVar(&c.logFile, "log-file", "", "write logs to this file instead of stderr")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.stopGrace, "stop-grace", sandbox.DefaultStopGrace, "time between the polite stop (SIGINT) and SIGKILL on timeout or cancel")
@@ -116,6 +124,12 @@ func (c *config) validate() error {
 	}
 	if c.heartbeat < 100*time.Millisecond || c.heartbeat > time.Minute {
 		return fmt.Errorf("--progress-heartbeat must be between 100ms and 1m")
+	}
+	if c.pool < 0 || c.pool > maxPool {
+		return fmt.Errorf("--workspace-pool must be between 0 and %d", maxPool)
+	}
+	if c.poolIdle < time.Second || c.poolIdle > 24*time.Hour {
+		return fmt.Errorf("--workspace-pool-idle must be between 1s and 24h")
 	}
 	if c.backoff < 0 {
 		return fmt.Errorf("--retry-backoff must not be negative")

@@ -36,6 +36,8 @@ func TestCommandLine(t *testing.T) {
 		{name: "unknown flag", args: []string{"--no-such-flag"}, code: 2, stderr: "no-such-flag", noStdout: true},
 		{name: "bad isolation", args: []string{"--isolation", "vm"}, code: 2, stderr: "--isolation", noStdout: true},
 		{name: "bad memory", args: []string{"--docker-memory", "lots"}, code: 2, stderr: "--docker-memory", noStdout: true},
+		{name: "pool too large", args: []string{"--workspace-pool", "17"}, code: 2, stderr: "--workspace-pool must be between 0 and 16", noStdout: true},
+		{name: "pool idle too short", args: []string{"--workspace-pool", "1", "--workspace-pool-idle", "10ms"}, code: 2, stderr: "--workspace-pool-idle", noStdout: true},
 		{name: "stray argument", args: []string{"serve", "extra"}, code: 2, stderr: "unexpected arguments", noStdout: true},
 		{name: "container network without open egress", args: []string{"--docker-network", "container:x"}, code: 2, stderr: "--docker-egress open", noStdout: true},
 		{name: "provider egress without a network", args: []string{"--docker-egress", "provider", "--docker-network", "none"}, code: 2, stderr: "--docker-egress provider", noStdout: true},

@@ -62,7 +62,8 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	env := os.Environ()
 	life := startLifeline(cfg, log)
 	git := &worktree.Git{}
-	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot)}
+	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot), PoolSize: cfg.pool, PoolIdle: cfg.poolIdle,
+		Log: log.With("component", "worktree-pool")}
 	store := &settings.Store{FS: afero.NewOsFs(), Path: settings.Path(os.Getenv, home)}
 	rc := run.Config{
 		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
@@ -130,6 +131,10 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	return runner, func() {
 		cancel()
 		<-done
+		// The calls are over: the pool's idle worktrees go now (Close also waits for expiries).
+		if err := wts.Close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("pooled worktrees not removed", "err", err)
+		}
 		if dock != nil {
 			_ = dock.Close()
 		}

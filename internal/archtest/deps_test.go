@@ -34,6 +34,8 @@ func TestImportArrows(t *testing.T) {
 				t.Errorf("%s imports %s: nothing may import cmd", pkg, o)
 			case pkg == "sandbox" && !stdlib(imp):
 				t.Errorf("sandbox imports %s: it may use only the standard library", imp)
+			case pkg == "internal/filetree" && !stdlib(imp):
+				t.Errorf("internal/filetree imports %s: a test helper of sandbox/* uses only the standard library", imp)
 			case pkg == "internal/testengine" && isOurs:
 				t.Errorf("internal/testengine imports %s: it must import nothing of ours", o)
 			case pkg == "sandbox/proc" && isOurs:
