@@ -5,6 +5,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 IMAGE      ?= cline-mcp/cline:latest
 FAKE_IMAGE ?= cline-mcp/fake-cline:latest
+EGRESS_IMAGE ?= cline-mcp/egress:latest
 # the real CLI's image the contract suite runs in Docker; per checkout with CLINE_MCP_TEST_TAG
 CONTRACT_IMAGE ?= cline-mcp/cline:contract$(if $(CLINE_MCP_TEST_TAG),-$(CLINE_MCP_TEST_TAG))
 CLINE_VERSION ?= 3.0.65
@@ -19,14 +20,15 @@ CLINE_PKG  := images/cline/cline-cli-linux-$(CLINE_ARCH)-$(CLINE_VERSION).tgz
 # every target a user may build on; `make cross` compiles code and tests (all tags) for each
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: all build run test test-short lint bench e2e contract cross image image-fake clean fuzz
+.PHONY: all build run test test-short lint bench e2e contract cross image image-fake image-egress clean fuzz
 
 all: build
 
-## build: the server and the fake CLI into ./bin
+## build: the server, the fake CLI and the egress proxy into ./bin
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/cline-mcp ./cmd/cline-mcp
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/fake-cline ./cmd/fake-cline
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/cline-mcp-egress ./cmd/cline-mcp-egress
 
 ## run: build and serve MCP on stdio (it waits for a client; do not type into it). Everything but
 ## the server's own MCP output goes to stderr, so even `make -s run` can sit behind an MCP client.
@@ -66,7 +68,8 @@ bench: build image-fake
 	$(GO) run ./cmd/benchbridge -cline-mcp $(BIN)/cline-mcp -fake $(BIN)/fake-cline \
 	  $$(docker info >/dev/null 2>&1 && echo -docker-image $(FAKE_IMAGE)) \
 	  $(if $(BASELINE),-baseline-cline-mcp $(BASELINE))
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./sandbox/worktree/ ./sandbox/host/ ./bridge/redact/ ./bridge/cline/
+	$(GO) test -run '^$$' -bench . -skip '^BenchmarkPool$$' -benchtime 20x ./sandbox/worktree/ ./sandbox/host/ ./bridge/redact/ ./bridge/cline/
+	$(GO) test -run '^$$' -bench '^BenchmarkPool$$' -benchtime 7x -timeout 60m ./sandbox/worktree/
 	@$(GO) test -count=1 -run '^(TestPrecisionSourceCorpus|TestRedactCorpus|TestRecallGeneratedSamples|TestFigures)$$' \
 	  -v ./bridge/redact/ -args -figures > $(BIN)/redact-figures.txt 2>&1 || { cat $(BIN)/redact-figures.txt; exit 1; }
 	@echo "redaction figures:"
@@ -95,8 +98,14 @@ cross:
 	  for tags in "" e2e contract; do GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -tags "$$tags" ./... ; done; \
 	done
 
-## image-fake: FROM scratch + the static fake CLI (no registry needed)
-image-fake:
+## image-egress: FROM scratch + the static egress proxy of Docker runs (--docker-egress provider)
+image-egress:
+	GOOS=linux GOARCH=$(ENGINE_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -o images/egress/cline-mcp-egress ./cmd/cline-mcp-egress
+	@if docker info >/dev/null 2>&1; then docker build -q -t $(EGRESS_IMAGE) images/egress >/dev/null && echo "built $(EGRESS_IMAGE)"; \
+	 else echo "WARNING: no Docker engine: $(EGRESS_IMAGE) not built"; fi
+
+## image-fake: FROM scratch + the static fake CLI (no registry needed), and the egress proxy's image
+image-fake: image-egress
 	GOOS=linux GOARCH=$(ENGINE_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -o images/fake-cline/fake-cline ./cmd/fake-cline
 	@if docker info >/dev/null 2>&1; then docker build -q -t $(FAKE_IMAGE) images/fake-cline >/dev/null && echo "built $(FAKE_IMAGE)"; \
 	 else echo "WARNING: no Docker engine: $(FAKE_IMAGE) not built (Docker tests will skip, or fail under CI=true)"; fi
@@ -105,7 +114,7 @@ image-fake:
 ## (fetched with npm pack) on Debian bookworm with bash, coreutils, hostname, git and CA certificates.
 ## The base comes from a registry (debian:bookworm-slim) when one answers, else from Debian packages
 ## (debootstrap + docker import, needs root); force one with IMAGE_BASE=registry|debootstrap.
-image: $(CLINE_PKG)
+image: $(CLINE_PKG) image-egress
 	@base=$$(ENGINE_ARCH=$(ENGINE_ARCH) images/base.sh $(IMAGE_BASE)) && \
 	 echo "docker build $(IMAGE) FROM $$base" && \
 	 docker build -q --build-arg BASE_IMAGE=$$base --build-arg CLINE_VERSION=$(CLINE_VERSION) \
@@ -119,4 +128,4 @@ $(CLINE_PKG):
 	npm pack --silent --pack-destination images/cline @cline/cli-linux-$(CLINE_ARCH)@$(CLINE_VERSION) >/dev/null
 
 clean:
-	rm -rf $(BIN) images/fake-cline/fake-cline images/cline/cline-cli-linux-*.tgz
+	rm -rf $(BIN) images/fake-cline/fake-cline images/egress/cline-mcp-egress images/cline/cline-cli-linux-*.tgz

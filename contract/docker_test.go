@@ -67,6 +67,9 @@ func prepareDocker(ctx context.Context, dir string) ([]string, string) {
 	if err := buildRelayImage(ctx, dir, relay); err != nil {
 		return skip(err.Error())
 	}
+	if err := mcpsession.BuildEgressImage(); err != nil {
+		return skip(err.Error())
+	}
 	return append(env, envRelayImage+"="+relay), label
 }
 
@@ -97,6 +100,10 @@ func removeRunContainers(label string) {
 	if ids := strings.Fields(string(out)); len(ids) > 0 {
 		_ = exec.Command("docker", append([]string{"rm", "-f"}, ids...)...).Run()
 	}
+	out, _ = exec.Command("docker", "network", "ls", "-q", "--filter", "label="+labelContract+"="+label).Output()
+	if ids := strings.Fields(string(out)); len(ids) > 0 {
+		_ = exec.Command("docker", append([]string{"network", "rm"}, ids...)...).Run()
+	}
 }
 
 func innerDocker() {
@@ -120,22 +127,28 @@ func needDocker(t *testing.T) {
 }
 
 // startRelayProvider serves the fake provider on a Unix socket in dir and starts its relay in a
-// container with --network none that listens on 127.0.0.1:relayPort. The CLI's container joins
-// it with --docker-network container:<name>. Both are stopped when the test ends.
-func startRelayProvider(t *testing.T, dir, name string, respond fakeprovider.Responder) *fakeprovider.Provider {
+// container. With network "none" it listens on 127.0.0.1:relayPort and the CLI's container joins
+// it with --docker-network container:<name>; on a network the test created it listens on every
+// address there and is reached as <name>:relayPort (through the egress proxy). Both are stopped
+// when the test ends.
+func startRelayProvider(t *testing.T, dir, name, network string, respond fakeprovider.Responder) *fakeprovider.Provider {
 	t.Helper()
 	sock := filepath.Join(dir, "provider.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov := fakeprovider.Serve(ln, fmt.Sprintf("http://127.0.0.1:%d/v1", relayPort), respond)
+	host, listen := "127.0.0.1", fmt.Sprintf("127.0.0.1:%d", relayPort)
+	if network != "none" {
+		host, listen = name, fmt.Sprintf(":%d", relayPort)
+	}
+	prov := fakeprovider.Serve(ln, fmt.Sprintf("http://%s:%d/v1", host, relayPort), respond)
 	t.Cleanup(func() { _ = prov.Close() })
 
 	cmd := exec.Command("docker", "run", "--rm", "--name", name, "--label", labelContract+"="+dockerSuite.label,
-		"--network", "none", "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--network", network, "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--log-driver", "none", "-v", dir+":"+dir, dockerSuite.relay,
-		"-listen", fmt.Sprintf("127.0.0.1:%d", relayPort), "-to", sock)
+		"-listen", listen, "-to", sock)
 	out := &watchBuffer{needle: []byte("ready "), seen: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -158,6 +171,21 @@ func startRelayProvider(t *testing.T, dir, name string, respond fakeprovider.Res
 		t.Fatalf("relay container %s did not start within a minute\n%s", name, out.String())
 	}
 	return prov
+}
+
+// createTestNetwork creates an internal network (no route out) labelled with this suite run, and
+// removes it when the test ends — after the server's cleanup, so its egress proxy has left it.
+func createTestNetwork(t *testing.T, name string) string {
+	t.Helper()
+	if out, err := exec.Command("docker", "network", "create", "--internal", "--label", labelContract+"="+dockerSuite.label, name).CombinedOutput(); err != nil {
+		t.Fatalf("docker network create %s: %v\n%s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("docker", "network", "rm", name).CombinedOutput(); err != nil {
+			t.Errorf("docker network rm %s (something still on it?): %v\n%s", name, err, out)
+		}
+	})
+	return name
 }
 
 // asCaller makes dirs belong to dockerUID, the Docker worlds' caller.

@@ -145,7 +145,7 @@ func runDirect(t *testing.T, bin string, f fixture, real bool) direct {
 	args := cline.Args(cline.Request{Prompt: "Do the task please fake:" + f.fake, Cwd: work, Thinking: thinking, AutoApprove: f.autoApprove})
 	extra := map[string]string{}
 	if f.readOnly {
-		gs, err := cline.GlobalSettings(nil, cline.ReadOnlyDisabledTools)
+		gs, err := cline.GlobalSettings(nil, cline.AnalysisTools(false))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,6 +37,7 @@ type world struct {
 	sess      *mcpsession.Session
 	docker    bool   // the CLI runs in the real image (see docker_test.go)
 	relay     string // docker: the provider container the CLI's containers join
+	network   string // docker through the egress proxy: the test's internal network the relay is on
 }
 
 // providersJSON is a_text_pong/providers.before.json with the provider's address filled in.
@@ -66,6 +67,7 @@ type worldCfg struct {
 	args      []string
 	providers func(baseURL string) map[string]any
 	docker    bool
+	egress    bool
 	serial    bool
 }
 
@@ -79,6 +81,14 @@ func withProviders(f func(baseURL string) map[string]any) worldOpt {
 // dockerUID, against the provider behind a relay container (--docker-network container:<relay>).
 // Flags in serverArgs come later and win (e.g. another --docker-network).
 func inDocker() worldOpt { return func(c *worldCfg) { c.docker = true } }
+
+// throughEgressProxy runs the world's Docker calls with the default --docker-egress provider:
+// the relay sits on an internal network the test creates (the proxy's way "out"), the CLI's
+// containers on the server's own internal network, and the provider's baseUrl names the relay
+// (http://<relay>:18080/v1), from which the server derives the run's only allowed endpoint.
+func throughEgressProxy() worldOpt {
+	return func(c *worldCfg) { c.docker, c.egress = true, true }
+}
 
 // alone keeps the test serial: for a test with two worlds, or one that measures time.
 func alone() worldOpt { return func(c *worldCfg) { c.serial = true } }
@@ -112,7 +122,12 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 			t.Fatal(err)
 		}
 		w.relay = "cline-mcp-contract-" + w.tag
-		w.prov = startRelayProvider(t, dir, w.relay, respond)
+		if cfg.egress {
+			w.network = createTestNetwork(t, "cline-mcp-contract-net-"+w.tag)
+			w.prov = startRelayProvider(t, dir, w.relay, w.network, respond)
+		} else {
+			w.prov = startRelayProvider(t, dir, w.relay, "none", respond)
+		}
 	} else {
 		prov, err := fakeprovider.Start(respond)
 		if err != nil {
@@ -144,7 +159,12 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 	bin := suite.bins.ClineMCP
 	args := []string{"--cline", suite.cli, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
 	if cfg.docker {
-		args = append(args, "--isolation", "docker", "--docker-image", dockerSuite.image, "--docker-network", "container:"+w.relay)
+		args = append(args, "--isolation", "docker", "--docker-image", dockerSuite.image)
+		if cfg.egress {
+			args = append(args, "--docker-network", w.network, "--docker-egress-image", mcpsession.EgressImage)
+		} else {
+			args = append(args, "--docker-network", "container:"+w.relay, "--docker-egress", "open")
+		}
 		// The server runs as a uid no image knows; it owns its home, work tree and temp dir.
 		asCaller(t, w.home, w.work, filepath.Join(root, "tmp"))
 		if err := os.Chmod(root, 0o755); err != nil {

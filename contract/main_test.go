@@ -64,6 +64,13 @@ func outer(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The MCP server a user configures in Cline (policy_test.go).
+	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "mcpwriter"), "./mcpwriter")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build mcpwriter: %v\n%s", err, out)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	cli, err := installCLI(ctx)
 	cancel()

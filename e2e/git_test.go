@@ -128,6 +128,34 @@ func workspaceCleanup(t *testing.T, w *world) {
 	}
 }
 
+// workspacePool: with --workspace-pool 1 a run that modified, deleted and created files (directly,
+// as a run ignoring the analysis policy would) leaves the worktree to the next call, which finds
+// it at HEAD again: every step of the same attack succeeds once more (the deleted file is back,
+// the symlink gone). The world's close proves the pool is removed when the server exits.
+func workspacePool(t *testing.T, w *world) {
+	repo := committedRepo(w)
+	for i := range 3 {
+		res, sc := w.call("ask_cline_workspace", map[string]any{"cwd": repo, "prompt": "Leftovers fake:attack_leftovers"})
+		wantResult(t, res, sc, "", 1)
+		wt, _ := sc["worktree"].(map[string]any)
+		if wt["reused"] != (i > 0) || wt["pooled"] != true || wt["removed"] != false {
+			t.Errorf("call %d: worktree %v, want reused %v and pooled", i, wt, i > 0)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+			t.Fatalf("call %d: report %q: %v", i, sc["text"], err)
+		}
+		for _, step := range []string{"marker", "modify", "delete", "create", "ignored", "link"} {
+			if rep[step] != "ok" {
+				t.Errorf("call %d: step %s: %v (the worktree was not at HEAD)", i, step, rep[step])
+			}
+		}
+	}
+	if wts, _ := worktrees(repo); len(wts) != 2 {
+		t.Errorf("worktrees while the server runs: %v, want main and the pooled one", wts)
+	}
+}
+
 // cleanupFailed makes a file in the worktree immutable (chattr +i: even root cannot delete it)
 // while Cline runs, so the removal fails: workspace_cleanup_failed with the answer and the
 // leftover path. The test then undoes it and removes the worktree itself.

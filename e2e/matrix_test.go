@@ -102,6 +102,7 @@ var scenarios = []scenario{
 	{name: "override leaves the user's defaults and keeps the refreshed token", custom: overrideRestore},
 	{name: "apply diff of exactly the run's changes", custom: applyDiff},
 	{name: "workspace worktree removed after success and timeout", custom: workspaceCleanup},
+	{name: "workspace pool reuses a worktree as HEAD, nothing left at exit", opts: worldOpts{args: []string{"--workspace-pool", "1"}}, custom: workspacePool},
 	{name: "huge output 200 MiB, bounded server memory", custom: hugeOutput},
 	{name: "secrets redacted in every field and in progress", custom: secretsRedacted},
 	{name: "progress heartbeat on a silent run", opts: worldOpts{args: []string{"--progress-heartbeat", "1s"}}, custom: heartbeat},

@@ -126,6 +126,10 @@ type Spec struct {
 	Labels map[string]string
 	// User is "uid:gid" for the container process; empty means the caller's uid:gid.
 	User string
+	// Egress are the endpoints ("host:port") this run needs to reach besides those its
+	// executor allows every run (the provider's API); used when the executor's egress is
+	// restricted to an allow-list.
+	Egress []string
 }
 
 // Defaults for Spec's graces. SettleGrace matches the seed's 500 ms settlement rule.
@@ -152,6 +156,22 @@ type Exit struct {
 	OOMKilled bool
 	// Duration is the wall time from start to settlement.
 	Duration time.Duration
+	// Egress reports what the executor's egress proxy refused during the run; nil when no
+	// proxy guarded the run or it refused nothing. (A pointer keeps Exit comparable.)
+	Egress *EgressReport
+}
+
+// EgressReport is what an egress proxy refused during one run.
+type EgressReport struct {
+	Refused []Refusal
+}
+
+// Refusal is a connection a container executor's egress proxy refused: the endpoint, how often,
+// and why. Never a payload.
+type Refusal struct {
+	Target string
+	Count  int
+	Reason string
 }
 
 // Executor runs one Spec to completion. Run blocks until the child exited and its output was

@@ -127,30 +127,41 @@ func TestEnvKeepsWindowsDriveEntries(t *testing.T) {
 }
 
 func TestGlobalSettings(t *testing.T) {
+	host := AnalysisTools(false)
+	off := func(user ...string) []any {
+		var out []any
+		for _, u := range user {
+			out = append(out, u)
+		}
+		for _, d := range DisabledTools(host) {
+			if !slices.Contains(user, d) {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	noSearch := map[string]any{"web_search": map[string]any{"enabled": false}}
 	tests := []struct {
-		name     string
-		user     string
-		disabled []string
-		want     map[string]any
+		name    string
+		user    string
+		allowed []string
+		want    map[string]any
 	}{
-		{"nil", "", []string{"editor", "run_commands"},
-			map[string]any{"disabledTools": []any{"editor", "run_commands"}}},
-		{"invalid JSON starts from empty", "{not json", []string{"editor"},
-			map[string]any{"disabledTools": []any{"editor"}}},
-		{"JSON array is not settings", "[1,2]", []string{"editor"},
-			map[string]any{"disabledTools": []any{"editor"}}},
-		{"keeps user keys and merges lists", `{"telemetryOptOut":true,"toolAutoApprove":false,"nested":{"a":[1]},"disabledTools":["fetch_web_content","editor"]}`,
-			[]string{"editor", "run_commands"},
+		{"nil", "", host, map[string]any{"disabledTools": off(), "tools": noSearch}},
+		{"invalid JSON starts from empty", "{not json", host, map[string]any{"disabledTools": off(), "tools": noSearch}},
+		{"JSON array is not settings", "[1,2]", host, map[string]any{"disabledTools": off(), "tools": noSearch}},
+		{"keeps user keys and merges lists, user's disabled read tool stays off",
+			`{"telemetryOptOut":true,"toolAutoApprove":false,"nested":{"a":[1]},"disabledTools":["read_files","editor"],"tools":{"web_search":{"enabled":true},"future":{"enabled":true}}}`,
+			host,
 			map[string]any{"telemetryOptOut": true, "toolAutoApprove": false, "nested": map[string]any{"a": []any{1.0}},
-				"disabledTools": []any{"fetch_web_content", "editor", "run_commands"}}},
-		{"non-list disabledTools replaced", `{"disabledTools":"editor"}`, []string{"editor"},
-			map[string]any{"disabledTools": []any{"editor"}}},
-		{"nothing to disable", `{"x":1}`, nil,
-			map[string]any{"x": 1.0, "disabledTools": []any{}}},
+				"disabledTools": off("read_files", "editor"),
+				"tools":         map[string]any{"web_search": map[string]any{"enabled": false}, "future": map[string]any{"enabled": true}}}},
+		{"non-list disabledTools and tools replaced", `{"disabledTools":"editor","tools":3}`, host,
+			map[string]any{"disabledTools": off(), "tools": noSearch}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := GlobalSettings([]byte(tc.user), tc.disabled)
+			out, err := GlobalSettings([]byte(tc.user), tc.allowed)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,42 +175,56 @@ func TestGlobalSettings(t *testing.T) {
 			gj, _ := json.Marshal(got)
 			wj, _ := json.Marshal(tc.want)
 			if string(gj) != string(wj) {
-				t.Errorf("got %s, want %s", gj, wj)
+				t.Errorf("got %s\nwant %s", gj, wj)
 			}
 		})
 	}
 }
 
 func TestToolPolicy(t *testing.T) {
-	// The 25 act-mode tools offered by cline 3.0.65 (a_text_pong request0.full.json).
+	// The 25 act-mode tools offered by cline 3.0.65 (a_text_pong request0.full.json), plus
+	// web_search, which the cline provider offers by default.
 	offered := []string{"read_files", "search_codebase", "run_commands", "fetch_web_content", "editor", "ask_question",
 		"spawn_agent", "team_spawn_teammate", "team_shutdown_teammate", "team_status", "team_task", "team_run_task",
 		"team_cancel_run", "team_list_runs", "team_await_runs", "team_send_message", "team_broadcast",
 		"team_read_mailbox", "team_mission_log", "team_cleanup", "team_create_outcome",
-		"team_attach_outcome_fragment", "team_review_outcome_fragment", "team_finalize_outcome", "team_list_outcomes"}
-	var kept []string
-	for _, tool := range offered {
-		if !slices.Contains(ReadOnlyDisabledTools, tool) {
-			kept = append(kept, tool)
+		"team_attach_outcome_fragment", "team_review_outcome_fragment", "team_finalize_outcome", "team_list_outcomes",
+		"web_search"}
+	for _, tc := range []struct {
+		docker bool
+		want   []string
+	}{
+		{false, []string{"read_files", "search_codebase"}},
+		{true, []string{"read_files", "search_codebase", "run_commands"}},
+	} {
+		allowed := AnalysisTools(tc.docker)
+		if !slices.Equal(allowed, tc.want) {
+			t.Errorf("docker %v: got allow-list %q, want %q", tc.docker, allowed, tc.want)
+		}
+		disabled := DisabledTools(allowed)
+		var kept []string
+		for _, tool := range offered {
+			if !slices.Contains(disabled, tool) {
+				kept = append(kept, tool)
+			}
+		}
+		if !slices.Equal(kept, tc.want) {
+			t.Errorf("docker %v: got tools left on %q, want %q", tc.docker, kept, tc.want)
+		}
+		for _, tool := range KnownTools {
+			if slices.Contains(disabled, tool) == slices.Contains(allowed, tool) {
+				t.Errorf("docker %v: %s is both allowed and disabled, or neither", tc.docker, tool)
+			}
 		}
 	}
-	if want := []string{"read_files", "search_codebase", "fetch_web_content", "ask_question"}; !slices.Equal(kept, want) {
-		t.Errorf("got read-only tools %q, want %q", kept, want)
-	}
-	for _, tool := range ReadOnlyDisabledTools {
+	for _, tool := range []string{"editor", "apply_patch", "run_commands", "spawn_agent", "submit_and_exit", "team_task", "write_to_file"} {
 		if !IsMutatingTool(tool) {
 			t.Errorf("IsMutatingTool(%q): got false, want true", tool)
 		}
 	}
-	for _, tool := range []string{"read_files", "search_codebase", "fetch_web_content", "ask_question", ""} {
+	for _, tool := range []string{"read_files", "search_codebase", "fetch_web_content", "ask_question", "web_search", ""} {
 		if IsMutatingTool(tool) {
 			t.Errorf("IsMutatingTool(%q): got true, want false", tool)
 		}
-	}
-	if !slices.Contains(ReadOnlyDisabledTools, "submit_and_exit") {
-		t.Error("got submit_and_exit enabled, want it disabled")
-	}
-	if slices.Contains(DockerAnalysisDisabledTools, "run_commands") || len(DockerAnalysisDisabledTools) != len(ReadOnlyDisabledTools)-1 {
-		t.Errorf("got docker list %q, want the read-only list minus run_commands", DockerAnalysisDisabledTools)
 	}
 }

@@ -52,9 +52,10 @@ type Outcome struct {
 	Stderr         StderrSummary
 	// OOMKilled: the container engine killed the run for exceeding its memory limit.
 	OOMKilled bool
-	// Analysis marks an analysis run (ask_cline, ask_cline_workspace): a successful mutating
-	// tool call is then reported as a warning, on success and on failure alike, unless its tool
-	// is in Allowed (the run's policy kept it: DockerAnalysisAllowedTools).
+	// Analysis marks an analysis run (ask_cline, ask_cline_workspace): a successful call of a
+	// tool outside Allowed (the run's allow-list, AnalysisTools) is then reported as a warning,
+	// on success and on failure alike. With Allowed nil (the seed policy) only mutating tools
+	// are reported.
 	Analysis bool
 	Allowed  []string
 }
@@ -97,18 +98,23 @@ type Verdict struct {
 //     missing_final_result (an outside SIGINT looks like this: f_sigint_midrun).
 //  9. Any other non-zero exit: the extracted error message, transient or not.
 //
-// Analysis runs get a warning per mutating tool that succeeded (a call with at least one
-// operation that did not fail) and that the run's policy did not allow, on success and failure
-// alike.
+// Analysis runs get a warning per tool outside the run's allow-list that succeeded (a call with
+// at least one operation that did not fail), on success and failure alike: a mutating one may
+// have changed files; any other one was offered although the policy meant to keep it off (a
+// tool a newer CLI added, or one of a source the CLI cannot switch off).
 func Classify(o Outcome) Verdict {
 	v := classify(o)
 	if o.Analysis {
-		for _, t := range o.Stdout.MutatingSuccesses {
-			if slices.Contains(o.Allowed, t.Name) {
-				continue
+		for _, t := range o.Stdout.Successes {
+			switch {
+			case slices.Contains(o.Allowed, t.Name):
+			case IsMutatingTool(t.Name):
+				v.Warnings = append(v.Warnings, fmt.Sprintf(
+					"Cline reported a successful %s call during a read-only analysis run; check the working tree", t.Name))
+			case o.Allowed != nil:
+				v.Warnings = append(v.Warnings, fmt.Sprintf(
+					"Cline ran %s, a tool outside the analysis allow-list (%s): the CLI offered it although cline-mcp's tool policy switches it off", t.Name, strings.Join(o.Allowed, ", ")))
 			}
-			v.Warnings = append(v.Warnings, fmt.Sprintf(
-				"Cline reported a successful %s call during a read-only analysis run; check the working tree", t.Name))
 		}
 	}
 	if n := o.Stdout.OversizeLines; n > 0 && v.OK {

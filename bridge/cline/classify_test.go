@@ -281,8 +281,9 @@ func TestClassifyAnalysisWarningsFromRecordings(t *testing.T) {
 		{"y_run_commands_mixed", nil, []string{warn}},
 		{"y_run_commands_all_failed", nil, nil},
 		{"y_run_commands_no_shell", nil, nil},
-		{"b_run_commands_tool", DockerAnalysisAllowedTools, nil},
-		{"y_run_commands_mixed", DockerAnalysisAllowedTools, nil},
+		{"b_run_commands_tool", AnalysisTools(true), nil},
+		{"y_run_commands_mixed", AnalysisTools(true), nil},
+		{"b_run_commands_tool", AnalysisTools(false), []string{warn}},
 	} {
 		t.Run(fmt.Sprintf("%s allowed %v", tc.rec, tc.allowed), func(t *testing.T) {
 			o := outcomeOf(recordingByName(t, tc.rec))

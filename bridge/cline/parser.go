@@ -90,6 +90,8 @@ type Summary struct {
 	FailedTools       []ToolCount `json:"failedTools,omitempty"` // denied or failed, per tool
 	LastToolError     string      `json:"lastToolError,omitempty"`
 	MutatingSuccesses []ToolCount `json:"mutatingSuccesses,omitempty"`
+	// Successes counts, per tool, the calls that succeeded (at least one operation did not fail).
+	Successes []ToolCount `json:"successes,omitempty"`
 
 	LastText          string `json:"lastText,omitempty"` // last whole assistant message
 	LastTextTruncated int    `json:"lastTextTruncated,omitempty"`
@@ -317,8 +319,11 @@ func (s *Summary) applyAgent(e *wireEvent, ev *Event) {
 				s.LastToolError = capTo(msg, 512)
 				ev.Error = short(msg)
 			}
-			if succeeded && IsMutatingTool(e.ToolName) {
-				s.MutatingSuccesses = countTool(s.MutatingSuccesses, e.ToolName)
+			if succeeded {
+				s.Successes = countTool(s.Successes, e.ToolName)
+				if IsMutatingTool(e.ToolName) {
+					s.MutatingSuccesses = countTool(s.MutatingSuccesses, e.ToolName)
+				}
 			}
 		}
 	case "usage":
@@ -519,6 +524,7 @@ func (s Summary) clone() Summary {
 	c.Tools = cloneSlice(s.Tools)
 	c.FailedTools = cloneSlice(s.FailedTools)
 	c.MutatingSuccesses = cloneSlice(s.MutatingSuccesses)
+	c.Successes = cloneSlice(s.Successes)
 	c.Usage = cloneUsage(s.Usage)
 	return c
 }

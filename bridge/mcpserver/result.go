@@ -190,7 +190,7 @@ func successText(tool run.Tool, r run.Result) string {
 			}
 		}
 	}
-	if r.Worktree != nil && !r.Worktree.Removed {
+	if r.Worktree != nil && !r.Worktree.Removed && !r.Worktree.Pooled {
 		fmt.Fprintf(&b, "\n\nNote: the worktree %s could not be removed.", r.Worktree.Path)
 	}
 	if len(r.Warnings) > 0 {

@@ -43,7 +43,8 @@ var toolSpecs = []toolSpec{
 		tool:  run.AskClineWorkspace,
 		title: "Ask Cline in a disposable worktree",
 		description: "Analyse a git repository in a disposable detached worktree of its HEAD (uncommitted changes are not " +
-			"included). The worktree is always removed afterwards. Cline can read but not change files.",
+			"included). The worktree is removed afterwards, or cleaned and reused when the server keeps a worktree pool. " +
+			"Cline can read but not change files.",
 		readOnly: true, idempotent: true, cwdRequired: true,
 	},
 }
@@ -123,7 +124,7 @@ func outputSchema(tool run.Tool) json.RawMessage {
 			`"git":{"type":"object"}`,
 		)
 	case run.AskClineWorkspace:
-		props = append(props, `"worktree":{"type":"object","properties":{"commit":{"type":"string"},"removed":{"type":"boolean"}}}`)
+		props = append(props, `"worktree":{"type":"object","properties":{"commit":{"type":"string"},"reused":{"type":"boolean"},"removed":{"type":"boolean"},"pooled":{"type":"boolean"},"path":{"type":"string"},"touched":{"type":"array","items":{"type":"object"}}}}`)
 	}
 	return json.RawMessage(`{"type":"object","properties":{` + strings.Join(props, ",") + `},"required":["ok","warnings","attempts"]}`)
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -151,7 +149,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) attemp
 		after, err = k.dockerSpec(ctx, &spec, &req)
 	} else {
 		exec = k.r.cfg.Host
-		after, err = k.hostSpec(&spec, &req, n)
+		after, err = k.hostSpec(ctx, &spec, &req, n)
 	}
 	if after != nil {
 		defer after()
@@ -216,8 +214,11 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) attemp
 		Stderr:         stderr.Summary(),
 		OOMKilled:      exit.OOMKilled,
 		Analysis:       k.Tool.Analysis(),
-		Allowed:        allowedTools(iso),
+		Allowed:        k.allowedTools(iso),
 	})
+	if iso == sandbox.IsolationDocker {
+		k.warnings = append(k.warnings, k.egressWarnings(exit)...)
+	}
 	if exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
 	}
@@ -249,28 +250,40 @@ func launchVerdict(err error, iso sandbox.Isolation) cline.Verdict {
 	return cline.Verdict{Kind: cline.KindLaunchFailed, Message: err.Error()}
 }
 
-// allowedTools are the mutating tools the run's analysis policy keeps (cline.Outcome.Allowed).
-func allowedTools(iso sandbox.Isolation) []string {
-	if iso == sandbox.IsolationDocker {
-		return cline.DockerAnalysisAllowedTools
+// allowedTools is the allow-list of the run's analysis policy (cline.Outcome.Allowed); nil for
+// the seed policy, which denies every tool.
+func (k *call) allowedTools(iso sandbox.Isolation) []string {
+	if k.r.cfg.SeedPolicy {
+		return nil
 	}
-	return nil
+	return cline.AnalysisTools(iso == sandbox.IsolationDocker)
 }
 
 // hostSpec fills the spec for a run on this machine. A run with a provider/model override gets a
 // private copy of the settings (settings.HostCopy) as CLINE_PROVIDER_SETTINGS_PATH; the returned
 // cleanup merges refreshed credentials back (settings.MergeAllowed) and deletes the copy.
-func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) (func(), error) {
+func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, n int) (func(), error) {
 	path, err := k.r.cfg.ClinePath()
 	if err != nil {
 		return nil, err
 	}
 	extra := map[string]string{}
+	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
+		if extra, err = k.hostPolicy(ctx, n); err != nil {
+			return nil, err
+		}
+		if w := k.r.versionWarning(path); w != "" && !k.versionWarned {
+			k.versionWarned = true
+			k.warnings = append(k.warnings, w)
+		}
+	}
 	if k.r.cfg.Instance != "" {
 		extra[sandbox.InstanceEnv] = k.r.cfg.Instance
 	}
 	var cleanup func()
 	if k.Override() {
+		// After the policy: its CLINE_DATA_DIR points at the user's data dir; this variable
+		// wins over it for providers.json alone.
 		cp, err := k.r.cfg.Settings.HostCopy(k.private, settingsOverride(k.Call))
 		if err != nil {
 			return nil, fmt.Errorf("copy Cline's settings for the override: %w", err)
@@ -278,13 +291,6 @@ func (k *call) hostSpec(spec *sandbox.Spec, req *cline.Request, n int) (func(), 
 		k.warnings = append(k.warnings, cp.Warnings...)
 		cleanup = func() { k.mergeBack(cp) }
 		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath
-	}
-	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		p, err := k.writeGlobalSettings(filepath.Join(k.private, fmt.Sprintf("global-settings-%d.json", n)), k.r.globalSettingsPath(), cline.ReadOnlyDisabledTools)
-		if err != nil {
-			return cleanup, err
-		}
-		extra["CLINE_GLOBAL_SETTINGS_PATH"] = p
 	}
 	spec.Path = path
 	spec.Args = cline.Args(*req)
@@ -307,25 +313,6 @@ func (k *call) mergeBack(cp *settings.Copy) {
 	if err := cp.Close(); err != nil {
 		k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
 	}
-}
-
-// writeGlobalSettings writes the user's global settings plus disabledTools to dst (0600).
-func (k *call) writeGlobalSettings(dst, userPath string, disabled []string) (string, error) {
-	user, err := os.ReadFile(userPath)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		k.warnings = append(k.warnings, fmt.Sprintf("could not read your Cline global settings (%s): %v; using only the bridge's tool policy", userPath, err))
-	}
-	merged, err := cline.GlobalSettings(user, disabled)
-	if err != nil {
-		return "", fmt.Errorf("build the read-only tool policy: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return "", fmt.Errorf("write the tool policy: %w", err)
-	}
-	if err := os.WriteFile(dst, merged, 0o600); err != nil {
-		return "", fmt.Errorf("write the tool policy: %w", err)
-	}
-	return dst, nil
 }
 
 // onEvent turns live stream events into short, redacted progress messages. Text is redacted

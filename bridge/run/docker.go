@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 
@@ -33,11 +34,11 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 		"CLINE_DATA_DIR": cp.Dir,
 	}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		global := filepath.Join(cp.Dir, "settings", "global-settings.json")
-		if _, err := k.writeGlobalSettings(global, global, cline.DockerAnalysisDisabledTools); err != nil {
+		policy, err := k.dockerPolicy(ctx, filepath.Join(cp.Dir, "settings"))
+		if err != nil {
 			return cleanup, err
 		}
-		extra["CLINE_GLOBAL_SETTINGS_PATH"] = global
+		maps.Copy(extra, policy)
 	}
 	getenv := envLookup(k.r.cfg.Env)
 	for _, name := range k.r.cfg.DockerEnv {
@@ -58,6 +59,7 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = k.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
+	spec.Egress = k.providerEndpoints(cp.SettingsPath, cp.Target)
 	return cleanup, nil
 }
 

@@ -40,6 +40,11 @@ type Config struct {
 	// DockerEnv names server environment variables passed into the container (API keys the
 	// user's provider reads from the environment, for example).
 	DockerEnv []string
+	// DockerEgress is the executor's egress mode (EgressProvider, EgressNone, EgressOpen):
+	// in provider mode each run's spec names its provider's endpoints; open runs get a warning.
+	// EgressAllow are the endpoints the server allows every run (--egress-allow).
+	DockerEgress string
+	EgressAllow  []string
 
 	Floor          sandbox.Isolation
 	RetryIsolation sandbox.Isolation // "" = retries use the first attempt's isolation
@@ -82,6 +87,7 @@ type Config struct {
 type Runner struct {
 	cfg       Config
 	log       *slog.Logger
+	versions  versionCache
 	slots     slots      // MaxConcurrent
 	checkouts keyedSlots // apply_cline_edits, per checkout
 }
@@ -135,6 +141,8 @@ type call struct {
 	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
 	// (where analysis keeps run_commands) or reported a successful mutating tool call.
 	mayHaveWritten bool
+	// once-per-call warnings of the analysis tool policy (policy.go)
+	userCodeWarned, textLinkWarned, versionWarned, openWarned bool
 }
 
 // Do runs one validated call to its result. It never panics on user input and never returns

@@ -64,10 +64,17 @@ type GitReport struct {
 	Error        string            `json:"error,omitempty"`
 }
 
-// WorktreeReport describes the disposable worktree of ask_cline_workspace.
+// WorktreeReport describes the disposable worktree of ask_cline_workspace. After a successful
+// cleanup exactly one of Removed (deleted) and Pooled (kept, with what the run changed, for a
+// later call that undoes it and verifies the worktree first) is set; neither means the cleanup
+// failed and Path is the leftover.
 type WorktreeReport struct {
-	Commit  string        `json:"commit"`
+	Commit string `json:"commit"`
+	// Reused is set when the call ran in a pooled worktree of an earlier call, moved to Commit
+	// and verified pristine, instead of a fresh one.
+	Reused  bool          `json:"reused"`
 	Removed bool          `json:"removed"`
+	Pooled  bool          `json:"pooled"`
 	Path    string        `json:"path,omitempty"`
 	Touched []ChangedFile `json:"touched,omitempty"`
 }

@@ -10,8 +10,10 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
-// workspace runs ask_cline_workspace in a detached worktree of HEAD that is always removed —
-// after success, failure, timeout and cancel alike.
+// workspace runs ask_cline_workspace in a detached worktree of HEAD that is released after
+// success, failure, timeout and cancel alike: removed, or — with the server's worktree pool on —
+// kept for a later call, which undoes whatever this run changed and verifies the worktree before
+// its own run starts (worktree.Manager.Acquire).
 func (k *call) workspace(ctx context.Context) Result {
 	top, err := k.r.cfg.Git.TopLevel(ctx, k.Cwd)
 	if err != nil {
@@ -20,7 +22,7 @@ func (k *call) workspace(ctx context.Context) Result {
 		}
 		return k.fail(cline.KindWorkspaceSetupFailed, "could not inspect the repository: "+err.Error(), false)
 	}
-	wt, err := k.r.cfg.Worktrees.Add(ctx, k.Cwd)
+	wt, err := k.r.cfg.Worktrees.Acquire(ctx, k.Cwd)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotGit) {
 			return k.fail(cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository", k.Cwd), false)
@@ -30,8 +32,11 @@ func (k *call) workspace(ctx context.Context) Result {
 		}
 		return k.fail(cline.KindWorkspaceSetupFailed, "could not create the disposable worktree: "+err.Error(), false)
 	}
-	report := &WorktreeReport{Commit: wt.Commit, Path: wt.Path}
+	report := &WorktreeReport{Commit: wt.Commit, Path: wt.Path, Reused: wt.Reused}
 	k.res.Worktree = report
+	for _, err := range wt.Discarded {
+		k.warnings = append(k.warnings, fmt.Sprintf("a pooled worktree failed its check before the run and was replaced by a fresh one: %v", err))
+	}
 	k.repo = &wt.Repo // recorded at creation: mounts, the touched report and cleanup use only this
 	k.dir = wt.Path
 	if rel, err := filepath.Rel(top, k.Cwd); err == nil && rel != "." && filepath.IsLocal(rel) {
@@ -49,10 +54,20 @@ func (k *call) workspace(ctx context.Context) Result {
 			for _, f := range touched {
 				report.Touched = append(report.Touched, ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
 			}
-			res.Warnings = append(res.Warnings, fmt.Sprintf("files changed inside the disposable worktree during the analysis (%d); they were discarded with it", len(touched)))
 		}
 	}
-	if err := wt.Remove(ectx); err != nil {
+	rel, err := wt.Release(ectx)
+	if rel.Discarded != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the worktree's git metadata changed during the run (%v); it was removed instead of going back to the pool", rel.Discarded))
+	}
+	if len(report.Touched) > 0 {
+		fate := "they were discarded with it"
+		if rel.Pooled {
+			fate = "the worktree went back to the pool, and they are undone before it is used again"
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("files changed inside the disposable worktree during the analysis (%d); %s", len(report.Touched), fate))
+	}
+	if err != nil {
 		report.Removed = false
 		if res.OK {
 			answer := res.Text
@@ -65,7 +80,8 @@ func (k *call) workspace(ctx context.Context) Result {
 		}
 		return res
 	}
-	report.Removed = true
+	report.Removed = !rel.Pooled
+	report.Pooled = rel.Pooled
 	report.Path = ""
 	return res
 }

@@ -29,12 +29,19 @@ func main() {
 	n := flag.Int("n", 40, "calls per latency sample")
 	huge := flag.Int64("huge", 1<<30, "bytes of CLI output for the large RSS sample")
 	wsFiles := flag.Int("workspace-files", 10000, "files in the generated repo of the workspace and Docker mounts benchmarks (0 skips them)")
-	only := flag.String("only", "", "run only this benchmark: mounts")
+	only := flag.String("only", "", "run only this benchmark: mounts, or workspace (the workspace, apply and worktree pool calls)")
 	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
 	baseline := flag.String("baseline-cline-mcp", "", "a second cline-mcp binary (e.g. built from main) timed interleaved with -cline-mcp in the workspace and apply benchmark")
 	flag.Parse()
 	if *only == "mounts" {
 		if err := benchMounts(*server, *fake, *image, *wsFiles, 10); err != nil {
+			fmt.Fprintln(os.Stderr, "benchbridge:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *only == "workspace" {
+		if err := benchWorkspace(*server, *baseline, *fake, *image, *wsFiles, 10); err != nil {
 			fmt.Fprintln(os.Stderr, "benchbridge:", err)
 			os.Exit(1)
 		}

@@ -87,11 +87,45 @@ func benchWorkspace(server, baseline, fake, image string, files, n int) error {
 	if err := timed("apply_cline_edits", map[string]any{"prompt": "Reply with PONG", "cwd": repo}); err != nil {
 		return err
 	}
+	if err := benchPool(server, fake, env, repo, sessions[0], n); err != nil {
+		return err
+	}
 	if image != "" {
 		if err := timed("ask_cline_workspace", map[string]any{"prompt": "Reply with PONG", "cwd": repo, "isolation": "docker"}); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// benchPool times ask_cline_workspace through a server with --workspace-pool 1 against plain
+// (a session of the same binary without the pool), interleaved, after one untimed call that
+// fills the pool.
+func benchPool(server, fake string, env []string, repo string, plain *session, n int) error {
+	pooled, err := startServer(server, fake, env, repo, "--workspace-pool", "1")
+	if err != nil {
+		return err
+	}
+	defer pooled.close()
+	args := map[string]any{"prompt": "Reply with PONG", "cwd": repo}
+	var with, without []time.Duration
+	for i := 0; i < n+1; i++ {
+		for j := range 2 {
+			s, into := pooled, &with
+			if (i+j)%2 == 1 {
+				s, into = plain, &without
+			}
+			start := time.Now()
+			if err := s.callTool("ask_cline_workspace", args); err != nil {
+				return fmt.Errorf("ask_cline_workspace (pool): %w", err)
+			}
+			if i > 0 {
+				*into = append(*into, time.Since(start))
+			}
+		}
+	}
+	fmt.Printf("  ask_cline_workspace call with --workspace-pool 1 p50 %.0f ms, without p50 %.0f ms (ratio %.2fx)\n",
+		ms(median(with)), ms(median(without)), float64(median(with))/float64(median(without)))
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/egress"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // config is every flag of the server. Environment variables are read only in this package.
@@ -25,13 +27,19 @@ type config struct {
 	dockerMounts  string
 	dockerImage   string
 	dockerNetwork string
-	dockerMemory  string
-	dockerPids    int64
-	dockerCPUs    float64
-	dockerCline   string
-	dockerEnv     multiFlag
+	// dockerEgress is resolved by validate (egressMode): provider, none or open.
+	dockerEgress      string
+	dockerEgressImage string
+	egressAllow       multiFlag
+	dockerMemory      string
+	dockerPids        int64
+	dockerCPUs        float64
+	dockerCline       string
+	dockerEnv         multiFlag
 
 	worktreeRoot string
+	pool         int
+	poolIdle     time.Duration
 	logFile      string
 	logLevel     string
 	stopGrace    time.Duration
@@ -43,6 +51,9 @@ type config struct {
 	// args are the flags as given, passed on to the lifeline watchdog.
 	args []string
 }
+
+// maxPool bounds --workspace-pool: every idle worktree is a full checkout on disk.
+const maxPool = 16
 
 type multiFlag []string
 
@@ -57,13 +68,18 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
 	fs.StringVar(&c.dockerImage, "docker-image", "cline-mcp/cline:latest", "image with the Cline CLI for docker isolation")
-	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "container network: none, bridge, a named network, or container:<name> to share a running container's (Cline must reach its provider)")
+	fs.StringVar(&c.dockerNetwork, "docker-network", "bridge", "with --docker-egress provider: the network the egress proxy reaches the provider through (bridge or a named network); with open: the containers' network (none, bridge, a named network, host or container:<name>)")
+	fs.StringVar(&c.dockerEgress, "docker-egress", "", "network of Docker runs: provider (default: only the provider's API, through an egress proxy), none (no network; the default with --docker-network none) or open (the --docker-network as it is)")
+	fs.StringVar(&c.dockerEgressImage, "docker-egress-image", "cline-mcp/egress:latest", "image of the egress proxy (make image-egress)")
+	fs.Var(&c.egressAllow, "egress-allow", "host:port (or *.domain:port) every Docker run may reach besides its provider, with --docker-egress provider (repeatable)")
 	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
 	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")
 	fs.StringVar(&c.dockerCline, "docker-cline", "/usr/local/bin/cline", "path of the Cline executable inside the image")
 	fs.Var(&c.dockerEnv, "docker-env", "name of a server environment variable to pass into the container (repeatable), e.g. OPENAI_API_KEY")
 	fs.StringVar(&c.worktreeRoot, "worktree-root", "", "directory for disposable worktrees (default: $TMPDIR/cline-mcp-worktrees)")
+	fs.IntVar(&c.pool, "workspace-pool", 0, "idle worktrees per repository kept for later ask_cline_workspace calls (0: every worktree is removed after its call)")
+	fs.DurationVar(&c.poolIdle, "workspace-pool-idle", worktree.DefaultPoolIdle, "how long an idle pooled worktree is kept")
 	fs.StringVar(&c.logFile, "log-file", "", "write logs to this file instead of stderr")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.stopGrace, "stop-grace", sandbox.DefaultStopGrace, "time between the polite stop (SIGINT) and SIGKILL on timeout or cancel")
@@ -89,6 +105,16 @@ func (c *config) validate() error {
 	if c.analysisPolicy != "readonly" && c.analysisPolicy != "seed" {
 		return fmt.Errorf("--analysis-policy must be readonly or seed, not %q", c.analysisPolicy)
 	}
+	mode, err := egressMode(c.dockerEgress, c.dockerNetwork, len(c.egressAllow) > 0)
+	if err != nil {
+		return err
+	}
+	c.dockerEgress = mode
+	for _, a := range c.egressAllow {
+		if _, err := egress.ParseEndpoint(a); err != nil {
+			return fmt.Errorf("--egress-allow: %w", err)
+		}
+	}
 	if _, err := docker.ParseMountMode(c.dockerMounts); err != nil {
 		return fmt.Errorf("--docker-mounts: %w", err)
 	}
@@ -107,6 +133,12 @@ func (c *config) validate() error {
 	if c.heartbeat < 100*time.Millisecond || c.heartbeat > time.Minute {
 		return fmt.Errorf("--progress-heartbeat must be between 100ms and 1m")
 	}
+	if c.pool < 0 || c.pool > maxPool {
+		return fmt.Errorf("--workspace-pool must be between 0 and %d", maxPool)
+	}
+	if c.poolIdle < time.Second || c.poolIdle > 24*time.Hour {
+		return fmt.Errorf("--workspace-pool-idle must be between 1s and 24h")
+	}
 	if c.backoff < 0 {
 		return fmt.Errorf("--retry-backoff must not be negative")
 	}
@@ -114,6 +146,41 @@ func (c *config) validate() error {
 		return fmt.Errorf("--max-concurrent must be between 1 and 100")
 	}
 	return nil
+}
+
+// egressMode resolves --docker-egress against --docker-network. Unset, it is provider, or none
+// when the network is none. A container:<name> or host network shares a namespace that cannot
+// carry the egress proxy's network: it must be asked for with open. Contradictions are errors,
+// never silently resolved.
+func egressMode(mode, network string, allow bool) (string, error) {
+	shared := network == "host" || strings.HasPrefix(network, "container:")
+	if mode == "" {
+		switch {
+		case network == "none":
+			mode = "none"
+		case shared:
+			return "", fmt.Errorf("--docker-network %s shares a network namespace the egress proxy cannot guard: add --docker-egress open to run that way (the containers then reach whatever that namespace reaches)", network)
+		default:
+			mode = "provider"
+		}
+	}
+	switch mode {
+	case "provider":
+		if network == "none" || shared {
+			return "", fmt.Errorf("--docker-egress provider needs --docker-network bridge or a named network for the proxy's way out, not %s", network)
+		}
+	case "none":
+		if network != "none" && network != "bridge" {
+			return "", fmt.Errorf("--docker-egress none gives containers no network; drop --docker-network %s", network)
+		}
+	case "open":
+	default:
+		return "", fmt.Errorf("--docker-egress must be provider, none or open, not %q", mode)
+	}
+	if allow && mode != "provider" {
+		return "", fmt.Errorf("--egress-allow applies to --docker-egress provider, not %s", mode)
+	}
+	return mode, nil
 }
 
 func (c *config) logger(stderr io.Writer) (*slog.Logger, func(), error) {

@@ -34,6 +34,10 @@ func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := egressMode(cfg.dockerEgress, cfg.dockerNetwork, len(cfg.egressAllow) > 0)
+	if err != nil {
+		return nil, err
+	}
 	ep, err := discoverEngine(cfg)
 	if err != nil {
 		return nil, &sandbox.LaunchError{Op: "docker engine", Err: err, Hint: "fix or switch the Docker context (docker context ls / docker context use default), or pass --docker-host"}
@@ -47,6 +51,7 @@ func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
 		docker.WithMounts(mounts),
 		docker.WithImage(cfg.dockerImage),
 		docker.WithNetwork(cfg.dockerNetwork),
+		docker.WithEgress(docker.Egress{Mode: mode, Image: cfg.dockerEgressImage, Allow: cfg.egressAllow}),
 		docker.WithMemory(mem),
 		docker.WithPidsLimit(cfg.dockerPids),
 		docker.WithCPUs(cfg.dockerCPUs),

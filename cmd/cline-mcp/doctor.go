@@ -43,6 +43,7 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 		suffix = " (not needed: --isolation docker runs Cline in the image)"
 	}
 	clinePath, err := run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS)()
+	version := ""
 	if err != nil {
 		add(check{name: "cline executable", detail: err.Error() + suffix, optional: hostOptional,
 			fix: "install it with `npm install -g cline` and run `cline auth`, or pass --cline PATH / set CLINE_MCP_CLINE"})
@@ -52,9 +53,11 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 			add(check{name: "cline executable", detail: fmt.Sprintf("%s does not answer `version`: %v%s", clinePath, verr, suffix),
 				optional: hostOptional, fix: "reinstall the CLI: npm install -g cline"})
 		} else {
+			version = v
 			add(check{name: "cline executable", ok: true, detail: fmt.Sprintf("%s (version %s)", clinePath, v)})
 		}
 	}
+	checks = append(checks, policyChecks(version)...)
 
 	home, _ := os.UserHomeDir()
 	path := settings.Path(os.Getenv, home)
@@ -76,6 +79,7 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 	add(engineCheck(ctx, cfg, dockerNeeded))
 	if engine.ok {
 		checks = append(checks, imageChecks(ctx, cfg, dockerNeeded)...)
+		add(egressCheck(ctx, cfg, !dockerNeeded))
 	}
 
 	failed := false

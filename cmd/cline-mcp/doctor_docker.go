@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 )
@@ -48,6 +49,11 @@ func imageChecks(ctx context.Context, cfg *config, needed bool) []check {
 		c.ok, c.detail = true, fmt.Sprintf("%s --version in %s: %s", cfg.dockerCline, cfg.dockerImage, v)
 	}
 	out = append(out, c)
+	if v := strings.TrimSpace(stdout); c.ok && v != cline.PolicyCLIVersion {
+		out = append(out, check{name: "analysis tools", optional: true,
+			detail: fmt.Sprintf("the CLI in %s is %s, the tool policy was written for %s: tools it added are not on its deny-list and may be offered to Docker analysis runs", cfg.dockerImage, v, cline.PolicyCLIVersion),
+			fix:    fmt.Sprintf("rebuild the image with the pinned CLI (make image CLINE_VERSION=%s), or update cline-mcp", cline.PolicyCLIVersion)})
+	}
 
 	c = check{name: "shell in image", optional: optional}
 	stdout, stderr, err = probeImage(ctx, ex, "/bin/bash", "-c", machineIDScript)

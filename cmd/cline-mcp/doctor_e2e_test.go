@@ -68,7 +68,7 @@ func TestDoctorDocker(t *testing.T) {
 	}{
 		{name: "fake image, no host CLI", exit: 0,
 			want: []string{"WARN cline executable", "OK   cline settings", "OK   docker ", "WARN docker network", "OK   cline in image", "OK   shell in image", "WARN git in image", "doctor: all required checks passed"}},
-		{name: "missing container network", args: []string{"--docker-network", "container:cline-mcp-doctor-no-such-container"}, exit: 1,
+		{name: "missing container network", args: []string{"--docker-network", "container:cline-mcp-doctor-no-such-container", "--docker-egress", "open"}, exit: 1,
 			want: []string{"FAIL docker network", "OK   cline in image"}, wantFix: []string{"docker network"}},
 		{name: "missing named network", args: []string{"--docker-network", "cline-mcp-doctor-no-such-network"}, exit: 1,
 			want: []string{"FAIL docker network"}, wantFix: []string{"docker network"}},
@@ -76,6 +76,12 @@ func TestDoctorDocker(t *testing.T) {
 			want: []string{"FAIL cline in image", "OK   shell in image"}, wantFix: []string{"cline in image"}},
 		{name: "image without a shell", args: []string{"--docker-image", noShell}, exit: 1,
 			want: []string{"OK   cline in image", "FAIL shell in image"}, wantFix: []string{"shell in image"}},
+		{name: "egress provider with the proxy image", args: []string{"--docker-network", "bridge", "--docker-egress-image", mcpsession.EgressImage}, exit: 0,
+			want: []string{"OK   docker egress      provider: each run reaches only its provider's API"}},
+		{name: "egress provider without the proxy image", args: []string{"--docker-network", "bridge", "--docker-egress-image", "cline-mcp/no-such-egress:nope"}, exit: 1,
+			want: []string{"FAIL docker egress      provider: the egress proxy image cline-mcp/no-such-egress:nope is missing"}, wantFix: []string{"docker egress"}},
+		{name: "egress open warns", args: []string{"--docker-network", "bridge", "--docker-egress", "open"}, exit: 0,
+			want: []string{"WARN docker egress      open: containers reach whatever the bridge network reaches"}, wantFix: []string{"docker egress"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

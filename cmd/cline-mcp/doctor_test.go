@@ -61,6 +61,8 @@ func TestDoctor(t *testing.T) {
 		want     []string // line prefixes (status and check name) that must appear
 		wantFix  []string // checks whose fix line must follow
 		notWant  []string
+		files    map[string]string // more files under HOME
+		wantText []string          // substrings of the output
 	}{
 		{name: "all good, docker not configured", args: []string{"--cline", fake}, settings: &validSettings, exit: 0,
 			want:    []string{"OK   cline executable", "OK   cline settings", "OK   git", "OK   worktree root", "WARN docker", "doctor: all required checks passed"},
@@ -77,6 +79,15 @@ func TestDoctor(t *testing.T) {
 			want: []string{"OK   cline executable", "FAIL docker", "doctor: some required checks failed"}, wantFix: []string{"docker"}},
 		{name: "worktree root open to others", args: []string{"--cline", fake, "--worktree-root", sharedRoot}, settings: &validSettings, exit: 1,
 			want: []string{"FAIL worktree root", "doctor: some required checks failed"}, wantFix: []string{"worktree root"}},
+		{name: "user MCP servers and hooks", args: []string{"--cline", fake}, settings: &validSettings, exit: 0,
+			files: map[string]string{
+				".cline/data/settings/cline_mcp_settings.json": `{"mcpServers": {"git": {"command": "git-mcp"}, "fs": {"command": "fs-mcp"}}}`,
+				"Documents/Cline/Hooks/TaskStart":              "#!/bin/bash\n",
+				".cline/hooks/TaskStart":                       "#!/bin/bash\n",
+			},
+			want:     []string{"OK   analysis tools", "OK   mcp servers", "WARN cline hooks"},
+			wantFix:  []string{"cline hooks"},
+			wantText: []string{"configures fs, git: switched off for ask_cline", filepath.Join("Documents", "Cline", "Hooks") + " run in every host analysis call"}},
 		{name: "docker retries configured but unreachable", args: []string{"--cline", fake, "--retry-isolation", "docker"}, settings: &validSettings, exit: 1,
 			want: []string{"FAIL docker"}, wantFix: []string{"docker"}},
 	}
@@ -89,6 +100,15 @@ func TestDoctor(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := os.WriteFile(p, []byte(*c.settings), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for rel, content := range c.files {
+				p := filepath.Join(home, filepath.FromSlash(rel))
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -108,6 +128,11 @@ func TestDoctor(t *testing.T) {
 			cmd.Env = []string{"HOME=" + home, "PATH=" + path, "DOCKER_HOST=unix:///nonexistent/docker.sock",
 				"OPENAI_API_KEY=" + envSecret, "TMPDIR=" + t.TempDir()}
 			text := runDoctor(t, cmd, c.exit, c.want, c.wantFix)
+			for _, w := range c.wantText {
+				if !strings.Contains(text, w) {
+					t.Errorf("output lacks %q:\n%s", w, text)
+				}
+			}
 			for _, nw := range c.notWant {
 				if strings.Contains(text, nw) {
 					t.Errorf("output contains %q:\n%s", nw, text)

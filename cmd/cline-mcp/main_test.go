@@ -36,7 +36,14 @@ func TestCommandLine(t *testing.T) {
 		{name: "unknown flag", args: []string{"--no-such-flag"}, code: 2, stderr: "no-such-flag", noStdout: true},
 		{name: "bad isolation", args: []string{"--isolation", "vm"}, code: 2, stderr: "--isolation", noStdout: true},
 		{name: "bad memory", args: []string{"--docker-memory", "lots"}, code: 2, stderr: "--docker-memory", noStdout: true},
+		{name: "pool too large", args: []string{"--workspace-pool", "17"}, code: 2, stderr: "--workspace-pool must be between 0 and 16", noStdout: true},
+		{name: "pool idle too short", args: []string{"--workspace-pool", "1", "--workspace-pool-idle", "10ms"}, code: 2, stderr: "--workspace-pool-idle", noStdout: true},
 		{name: "stray argument", args: []string{"serve", "extra"}, code: 2, stderr: "unexpected arguments", noStdout: true},
+		{name: "container network without open egress", args: []string{"--docker-network", "container:x"}, code: 2, stderr: "--docker-egress open", noStdout: true},
+		{name: "provider egress without a network", args: []string{"--docker-egress", "provider", "--docker-network", "none"}, code: 2, stderr: "--docker-egress provider", noStdout: true},
+		{name: "bad egress mode", args: []string{"--docker-egress", "some"}, code: 2, stderr: "--docker-egress", noStdout: true},
+		{name: "bad egress endpoint", args: []string{"--egress-allow", "api.example.com"}, code: 2, stderr: "--egress-allow", noStdout: true},
+		{name: "egress allow without provider", args: []string{"--docker-egress", "open", "--egress-allow", "a.example.com:443"}, code: 2, stderr: "--egress-allow applies", noStdout: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,5 +130,36 @@ func TestDockerRefusedOnWindows(t *testing.T) {
 	inW.Close()
 	if code := <-done; code != 0 {
 		t.Errorf("server exit %d, want 0", code)
+	}
+}
+
+// TestEgressMode: how --docker-egress and --docker-network combine.
+func TestEgressMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode, network string
+		allow         bool
+		want          string // "" = an error
+	}{
+		{"", "bridge", false, "provider"},
+		{"", "mynet", true, "provider"},
+		{"", "none", false, "none"},
+		{"", "container:relay", false, ""},
+		{"", "host", false, ""},
+		{"open", "container:relay", false, "open"},
+		{"open", "host", false, "open"},
+		{"open", "bridge", false, "open"},
+		{"none", "bridge", false, "none"},
+		{"none", "none", false, "none"},
+		{"none", "mynet", false, ""},
+		{"provider", "none", false, ""},
+		{"provider", "container:relay", false, ""},
+		{"open", "bridge", true, ""},
+		{"none", "none", true, ""},
+		{"wide", "bridge", false, ""},
+	} {
+		got, err := egressMode(tc.mode, tc.network, tc.allow)
+		if (err != nil) != (tc.want == "") || got != tc.want {
+			t.Errorf("egressMode(%q, %q, %v): got %q, %v, want %q", tc.mode, tc.network, tc.allow, got, err, tc.want)
+		}
 	}
 }

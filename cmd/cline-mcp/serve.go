@@ -62,7 +62,8 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	env := os.Environ()
 	life := startLifeline(cfg, log)
 	git := &worktree.Git{}
-	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot)}
+	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot), PoolSize: cfg.pool, PoolIdle: cfg.poolIdle,
+		Log: log.With("component", "worktree-pool")}
 	providers := settings.Path(os.Getenv, home)
 	store := &settings.Store{FS: afero.NewOsFs(), Path: providers, LockPath: settings.LockPath(providers)}
 	rc := run.Config{
@@ -71,6 +72,8 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		TrackDir:       func(p string) func() { return life.Track(lifeline.Dir, p) },
 		DockerCline:    cfg.dockerCline,
 		DockerEnv:      cfg.dockerEnv,
+		DockerEgress:   cfg.dockerEgress,
+		EgressAllow:    cfg.egressAllow,
 		Instance:       docker.InstanceID(),
 		Floor:          sandbox.Isolation(cfg.isolation),
 		RetryIsolation: sandbox.Isolation(cfg.retryIsolation),
@@ -130,6 +133,10 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	return runner, func() {
 		cancel()
 		<-done
+		// The calls are over: the pool's idle worktrees go now (Close also waits for expiries).
+		if err := wts.Close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("pooled worktrees not removed", "err", err)
+		}
 		if dock != nil {
 			_ = dock.Close()
 		}

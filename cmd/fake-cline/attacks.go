@@ -23,6 +23,7 @@ var attackScenarios = map[string]scenarioDef{
 	"attack_settings":      {doc: "rewrites the settings copy: the run's provider gets base_url=, api_key=, a header, a new provider evil and lastUsedProvider evil — and a refreshed token= (the honest part)", run: runAttackSettings},
 	"attack_settings_file": {doc: "replaces providers.json with kind= symlink (to target=), dirlink (settings dir → dir of target=), fifo, huge or invalid", run: runAttackSettingsFile},
 	"attack_symlink":       {doc: "creates path= (leak.txt) as a symlink to target= (a host file), reads it with read_files and answers with what it read", run: runAttackSymlink},
+	"attack_leftovers":     {doc: "changes files directly, ignoring the tool policy: modifies modify= (README.md), deletes delete= (src/a.go), creates create= (new_file.txt) and ignored= (debug.log), and plants a symlink link= (outside) to target= (/)", run: runAttackLeftovers},
 	"weird_names":          {doc: "creates files named -n, --output=x, a newline, a tab, a control character, quotes, spaces and non-ASCII, with the editor", run: runWeirdNames},
 }
 
@@ -271,4 +272,18 @@ func runWeirdNames(s *session) int {
 		calls = append(calls, call{tool: "editor", path: s.abs(n), newText: "file named " + n + "\n"})
 	}
 	return s.run(script{turns: []turn{{text: []string{"Creating oddly named files."}, calls: calls}, textTurn("Created the files.")}})
+}
+
+// runAttackLeftovers leaves behind what a run that ignores the analysis policy could: every step
+// is a direct file operation, so it happens on the host too (where the tools are disabled).
+func runAttackLeftovers(s *session) int {
+	return s.attack(func(r *obj) {
+		p := s.abs(s.param("modify", "README.md"))
+		old, _ := os.ReadFile(p)
+		r.step("modify", os.WriteFile(p, append(old, []byte("changed by the run\n")...), 0o644))
+		r.step("delete", os.Remove(s.abs(s.param("delete", "src/a.go"))))
+		r.step("create", os.WriteFile(s.abs(s.param("create", "new_file.txt")), []byte("created by the run\n"), 0o644))
+		r.step("ignored", os.WriteFile(s.abs(s.param("ignored", "debug.log")), []byte("ignored by git\n"), 0o644))
+		r.step("link", os.Symlink(s.param("target", "/"), s.abs(s.param("link", "outside"))))
+	})
 }

@@ -49,6 +49,8 @@ func run(args []string) int {
 			return grandchildMain(args[1:])
 		case helperSleep:
 			return sleepMain(args[1:])
+		case helperServe:
+			return serveMain(args[1:])
 		case "--list-scenarios":
 			listScenarios(os.Stdout)
 			return 0

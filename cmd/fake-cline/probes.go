@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -112,14 +111,8 @@ func runProbeNet(s *session) int {
 		if err == nil {
 			_ = conn.Close()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		ips, derr := net.DefaultResolver.LookupHost(ctx, host)
-		dns := obj{{"host", host}, {"result", errString(derr)}}
-		if derr == nil {
-			dns = append(dns, kv{"addrs", ips})
-		}
-		return obj{{"tcp", obj{{"addr", addr}, {"result", errString(err)}}}, {"dns", dns}}
+		r := obj{{"tcp", obj{{"addr", addr}, {"result", errString(err)}}}, {"dns", dnsProbe(host)}}
+		return append(r, netProbes(s)...)
 	})
 }
 

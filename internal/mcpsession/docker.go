@@ -18,6 +18,11 @@ import (
 // cline-mcp/fake-cline:latest from the same Dockerfile).
 var FakeImage = "cline-mcp/fake-cline:" + TestTag("test")
 
+// EgressImage is the tag tests build the egress proxy image under (the Makefile's image-egress
+// builds cline-mcp/egress:latest from the same Dockerfile). Servers that run Docker calls with
+// --docker-egress provider need --docker-egress-image EgressImage.
+var EgressImage = "cline-mcp/egress:" + TestTag("test")
+
 // TestTag is the tag suffix of images the tests build: CLINE_MCP_TEST_TAG when set (so two
 // checkouts testing against one engine at once do not overwrite each other's images), else def.
 func TestTag(def string) string {
@@ -38,36 +43,56 @@ func DockerAvailable() error {
 	return nil
 }
 
-// BuildFakeImage builds images/fake-cline with the static fake CLI from b into FakeImage.
+// BuildFakeImage builds images/fake-cline with the static fake CLI from b into FakeImage, and
+// the egress proxy's image (BuildEgressImage).
 func BuildFakeImage(b Binaries) error {
+	err := buildImage(FakeImage, "fake-cline", func(ctxDir, _ string) error {
+		bin, err := os.ReadFile(b.ImageFake)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(ctxDir, "fake-cline"), bin, 0o755)
+	})
+	if err != nil {
+		return err
+	}
+	return BuildEgressImage()
+}
+
+// BuildEgressImage builds images/egress with the static proxy (cmd/cline-mcp-egress, for the
+// engine's architecture) into EgressImage.
+func BuildEgressImage() error {
+	return buildImage(EgressImage, "egress", func(ctxDir, root string) error {
+		return goBuild(root, filepath.Join(ctxDir, "cline-mcp-egress"), "./cmd/cline-mcp-egress", "GOOS=linux", "GOARCH="+EngineArch())
+	})
+}
+
+// buildImage builds images/<dir>/Dockerfile into tag, in a temporary context that fill puts the
+// binaries into.
+func buildImage(tag, dir string, fill func(ctxDir, root string) error) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
-	ctxDir, err := os.MkdirTemp("", "fake-image-")
+	ctxDir, err := os.MkdirTemp("", dir+"-image-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(ctxDir)
-	df, err := os.ReadFile(filepath.Join(root, "images", "fake-cline", "Dockerfile"))
+	df, err := os.ReadFile(filepath.Join(root, "images", dir, "Dockerfile"))
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), df, 0o644); err != nil {
 		return err
 	}
-	bin, err := os.ReadFile(b.ImageFake)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(ctxDir, "fake-cline"), bin, 0o755); err != nil {
+	if err := fill(ctxDir, root); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "docker", "build", "-q", "-t", FakeImage, ctxDir).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("docker build: %v\n%s", err, out)
+	if out, err := exec.CommandContext(ctx, "docker", "build", "-q", "-t", tag, ctxDir).CombinedOutput(); err != nil {
+		return fmt.Errorf("docker build %s: %v\n%s", tag, err, out)
 	}
 	return nil
 }

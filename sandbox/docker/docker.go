@@ -21,6 +21,14 @@
 // engine sees this machine's files (a probe decides once) and otherwise copied in and out
 // through the archive API (copymode.go), the copy back treated as hostile (tarback.go).
 //
+// # Egress
+//
+// WithEgress decides where a run's container may connect (egress.go): nowhere (network none),
+// anywhere its network reaches (open), or — provider — only the endpoints its Spec.Egress and
+// the executor's allow-list name, through one egress proxy container per executor (sandbox/egress)
+// that is the only way off an internal network of the executor's own. The proxy and the network
+// carry the instance label like the runs' containers; Close, RemoveOwn and Sweep remove them.
+//
 // # Init
 //
 // Containers run with the engine's init (docker-init, i.e. tini, bind-mounted by the engine, so a
@@ -33,9 +41,9 @@
 // # Liveness and sweeping
 //
 // Each Executor has an instance id "<hostname>-<pid>-<start>" (sandbox/proc: the start time
-// tells a reused pid apart, on Linux, macOS and Windows). Sweep removes containers whose instance
-// is on this host and provably dead; containers of live instances, of other hosts, or whose
-// liveness cannot be judged are kept.
+// tells a reused pid apart, on Linux, macOS and Windows). Sweep removes containers (then volumes
+// and egress networks) whose instance is on this host and provably dead; those of live
+// instances, of other hosts, or whose liveness cannot be judged are kept.
 package docker
 
 import (
@@ -105,6 +113,10 @@ type Client interface {
 	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
 	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
 	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
+	NetworkConnect(ctx context.Context, network string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
+	NetworkRemove(ctx context.Context, network string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
+	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
 	Close() error
 }
 
@@ -136,11 +148,15 @@ type Executor struct {
 	nanoCPUs  int64
 	instance  string
 	track     func(runID string) (untrack func())
+	egress    Egress
 
 	mu        sync.Mutex
 	pingedAt  time.Time
 	flav      flavour
 	flavKnown bool
+
+	sideMu sync.Mutex // guards side, the egress proxy (egress.go)
+	side   *sidecar
 }
 
 // Option configures an Executor.
@@ -270,6 +286,7 @@ func New(opts ...Option) (*Executor, error) {
 		endpoint:   Endpoint{Host: defaultHost, Source: "default socket"},
 		mounts:     MountsAuto,
 		backLimits: defaultBackLimits,
+		egress:     Egress{Mode: EgressOpen, Image: DefaultEgressImage},
 	}
 	for _, opt := range opts {
 		if err := opt(e); err != nil {
@@ -289,12 +306,17 @@ func New(opts ...Option) (*Executor, error) {
 	if e.instance == "" {
 		e.instance = InstanceID()
 	}
+	if err := CheckEgressNetwork(e.egress.Mode, e.network); err != nil {
+		return nil, fmt.Errorf("docker executor: %w", err)
+	}
 	return e, nil
 }
 
-// Close waits for the background removal of copy-mode volumes, then releases the engine client
-// if New created it. Runs in flight must have returned.
+// Close stops the egress proxy (and removes its network) if one runs, waits for the background
+// removal of copy-mode volumes, then releases the engine client if New created it. Runs in
+// flight must have returned.
 func (e *Executor) Close() error {
+	e.closeEgress()
 	e.background.Wait()
 	if e.ownClient {
 		return e.cli.Close()

@@ -16,22 +16,28 @@ import (
 // (sandbox/proc). Pid plus start time tells a live process from a later one that reused its pid.
 func InstanceID() string { return proc.Self().String() }
 
-// Sweep removes the containers left behind by dead server instances: those labelled
-// LabelInstance whose instance ran on this host and is gone, and then their copy-mode volumes.
-// Containers and volumes of live instances (this one included) are never touched. It returns
-// how many containers it removed; the error joins every failure, after trying all candidates.
+// Sweep removes what dead server instances left behind: the containers labelled LabelInstance
+// whose instance ran on this host and is gone, then their copy-mode volumes and egress networks.
+// Containers, volumes and networks of live instances (this one included) are never touched. It
+// returns how many containers it removed; the error joins every failure, after trying all
+// candidates.
 func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 	host, _ := os.Hostname()
-	return e.removeWhere(ctx, LabelInstance, func(inst string) bool {
-		return inst != e.instance && proc.DeadOnHost(inst, host)
-	})
+	dead := func(inst string) bool { return inst != e.instance && proc.DeadOnHost(inst, host) }
+	removed, err = e.removeWhere(ctx, LabelInstance, dead)
+	// The egress networks of dead instances, now that their proxies are gone.
+	_, nerr := e.removeNetworks(ctx, LabelInstance, dead)
+	return removed, errors.Join(err, nerr)
 }
 
 // RemoveOwn force-removes every container of this executor's instance, running or not, and
-// then its copy-mode volumes. The lifeline's watchdog calls it (with WithInstanceID of the
-// server) once the server is gone.
+// then its copy-mode volumes and its egress network. The lifeline's watchdog calls it (with
+// WithInstanceID of the server) once the server is gone.
 func (e *Executor) RemoveOwn(ctx context.Context) (removed int, err error) {
-	return e.removeWhere(ctx, LabelInstance+"="+e.instance, func(string) bool { return true })
+	all := func(string) bool { return true }
+	removed, err = e.removeWhere(ctx, LabelInstance+"="+e.instance, all)
+	_, nerr := e.removeNetworks(ctx, LabelInstance+"="+e.instance, all)
+	return removed, errors.Join(err, nerr)
 }
 
 // removeWhere force-removes the containers matching the label filter whose instance label

@@ -78,6 +78,11 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 			Err: fmt.Errorf("image %s not found", e.image),
 		}
 	}
+	eg, err := e.beginEgress(ctx, spec)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	defer eg.end(ctx)
 
 	plan, err := e.prepare(ctx, spec, runID)
 	if err != nil {
@@ -87,6 +92,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if opts, err = e.createOptions(spec, runID, &plan); err != nil {
 		return sandbox.Exit{}, &sandbox.LaunchError{Op: "docker spec", Err: err}
 	}
+	e.applyEgress(&opts, eg)
 
 	// The create request does not follow ctx: a cancel in mid-request would leave the engine
 	// with a container whose id we never learned. After an error anyway (a timeout, a lost
@@ -197,7 +203,15 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	x.Stopped = stopped
 	x.StreamsCut = cut
 	x.Duration = time.Since(start)
-	return x, plan.copyBack(ctx, id)
+	// Copy-back reads the stopped container: before the removal the egress needs.
+	cerr := plan.copyBack(ctx, id)
+	if eg != nil {
+		e.remove(ctx, id) // before the revoke: nothing of the run may still use its grant
+		if refused := eg.end(ctx); len(refused) > 0 {
+			x.Egress = &sandbox.EgressReport{Refused: refused}
+		}
+	}
+	return x, cerr
 }
 
 // statPath checks that the executable exists in the created container's file system.

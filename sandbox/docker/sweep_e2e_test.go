@@ -3,6 +3,8 @@
 package docker
 
 import (
+	"time"
+
 	cerrdefs "github.com/containerd/errdefs"
 
 	"context"
@@ -75,8 +77,17 @@ func TestSweep(t *testing.T) {
 		t.Errorf("got %d removed, want at most 2", removed)
 	}
 	for i, tt := range tests {
-		_, err := rawCli.ContainerInspect(t.Context(), ids[i], client.ContainerInspectOptions{})
-		gone := isNotFound(err)
+		// Another sweeper's removal may still be in progress (Sweep then skips the conflict):
+		// what must go is gone within a few seconds; what must stay is there after them.
+		var err error
+		gone := false
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			_, err = rawCli.ContainerInspect(t.Context(), ids[i], client.ContainerInspectOptions{})
+			if gone = isNotFound(err); gone || !tt.wantGone || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		if gone != tt.wantGone {
 			t.Errorf("%s: got gone=%v (%v), want %v", tt.name, gone, err, tt.wantGone)
 		}

@@ -34,21 +34,29 @@ func median(d []time.Duration) time.Duration {
 // machine noise hits both alike, and reports the medians as <ours>-ms and <other>-ms and their
 // ratio median(ours)/median(other).
 func interleave(b *testing.B, otherName string, ours, other func(i int)) {
-	var to, tr []time.Duration
-	timed := func(f func(int), i int, into *[]time.Duration) {
-		start := time.Now()
-		f(i)
-		*into = append(*into, time.Since(start))
+	timed := func(f func(int)) func(int) time.Duration {
+		return func(i int) time.Duration {
+			start := time.Now()
+			f(i)
+			return time.Since(start)
+		}
 	}
+	interleaveTimed(b, otherName, timed(ours), timed(other))
+}
+
+// interleaveTimed is interleave for functions that time themselves (to leave set-up and
+// tear-down out).
+func interleaveTimed(b *testing.B, otherName string, ours, other func(i int) time.Duration) {
+	var to, tr []time.Duration
 	i := 0
 	for b.Loop() {
 		i++
 		if i%2 == 0 {
-			timed(ours, i, &to)
-			timed(other, i, &tr)
+			to = append(to, ours(i))
+			tr = append(tr, other(i))
 		} else {
-			timed(other, i, &tr)
-			timed(ours, i, &to)
+			tr = append(tr, other(i))
+			to = append(to, ours(i))
 		}
 	}
 	mo, mr := median(to), median(tr)

@@ -11,7 +11,8 @@
 //     two snapshots, which is exactly what a run changed.
 //   - Manager for ask_cline_workspace: disposable detached worktrees in a private temp dir, removed
 //     even when the request was cancelled, serialised per repository, and swept at start-up when a
-//     previous server crashed.
+//     previous server crashed; with PoolSize, a pool of idle worktrees per repository that
+//     Acquire cleans, moves to the requested commit and verifies before reuse.
 //   - Typed errors that the bridge maps to the seed's kinds: ErrNotGit (workspace_not_git),
 //     *SetupError (workspace_setup_failed), *CleanupError (workspace_cleanup_failed). Evidence and
 //     Compare errors are edits_inspection_failed; Change.CommitCreated is commit_created.
@@ -24,6 +25,10 @@
 //   - Git.Inspect(ctx, before) and Git.Compare(ctx, before, after): the checkout of
 //     apply_cline_edits after (or between) attempts;
 //   - Manager.Touched(ctx, wt) and Worktree.Remove(ctx): the workspace worktree, by wt.Repo;
+//   - Worktree.Release(ctx) and Manager.Acquire(ctx, dir) on a pooled worktree (slot.check,
+//     Manager.prepare): its git metadata compared with the record, a planted .git refused,
+//     untracked files deleted through an os.Root, tracked files restored and moved by git pinned
+//     to the record on a private index no run can reach, and the result verified;
 //   - Manager.Sweep(ctx): a crashed server's worktrees, by the paths in its owner.json.
 //
 // They pass the recorded git dir, common dir, work tree and index explicitly, never follow a
@@ -31,7 +36,8 @@
 // is data-only settings recorded before the run (no filter, textconv, hook, fsmonitor, pager,
 // credential helper or transport can be configured by the run), read the work tree without
 // following symlinks out of it, and remove worktrees by recorded paths. Discovery (Open,
-// Evidence, TopLevel, ResolveCommit, Manager.Add) happens only before a run. The escape tests
+// Evidence, TopLevel, ResolveCommit, Manager.Add, the source repository in Manager.Acquire)
+// happens only before a run. The escape tests
 // beside them (escape_unix_test.go) plant each attack and prove plain git would fall for it.
 //
 // This package never rewrites history: it only reports what changed and suggests undo commands.

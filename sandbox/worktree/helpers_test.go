@@ -9,12 +9,17 @@ import (
 	"testing"
 )
 
+// testHome is the HOME of the package's tests, removed after the last test (benchmarks cache
+// their generated repositories in it).
+var testHome string
+
 // TestMain isolates every git call (ours and the helpers') from the machine's git config.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "worktree-test-home-*")
 	if err != nil {
 		panic(err)
 	}
+	testHome = dir
 	global := filepath.Join(dir, "gitconfig")
 	if err := os.WriteFile(global, []byte("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n"), 0o600); err != nil {
 		panic(err)

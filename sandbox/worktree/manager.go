@@ -7,11 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,20 +52,29 @@ type Worktree struct {
 	// Repo is the worktree's layout recorded right after it was created, before anything ran
 	// in it: Path, its own git dir <common>/worktrees/<name> and the repository's common dir.
 	// Touched and Remove use these paths only; the worktree's .git file and the pointers in
-	// its git dir are never read again.
+	// its git dir are never read again. For a pooled worktree, Index is a private copy of its
+	// index outside the work tree and its git dir (see slot), which no run can reach.
 	Repo Repo
+	// Reused is set when Acquire took the worktree from the pool (moved to Commit and verified
+	// pristine) instead of creating it.
+	Reused bool
+	// Discarded are the reasons why pooled worktrees that Acquire tried before this one failed
+	// verification; each of them was removed.
+	Discarded []error
 
 	m     *Manager
 	entry string // our private dir holding owner.json and Path
+	slot  *slot  // the pooled worktree behind this handle; nil when it cannot be pooled
 
-	mu      sync.Mutex
-	removed bool
+	mu   sync.Mutex
+	done bool // removed or released: the handle no longer owns the worktree
 }
 
-// Manager creates and removes disposable worktrees. The zero value is ready to use; set the
-// fields before the first call. It is safe for concurrent use: add, remove and prune on one
-// repository (identified by its git common dir) are serialised, different repositories proceed
-// in parallel. Several servers may share Root; each entry records its owner for Sweep.
+// Manager creates and removes disposable worktrees, and keeps a pool of idle ones when PoolSize
+// is set (see Acquire). The zero value is ready to use; set the fields before the first call. It
+// is safe for concurrent use: add and remove on one repository (identified by its git common
+// dir) are serialised, different repositories proceed in parallel. Several servers may share
+// Root; each entry records its owner for Sweep. Close removes the pool's idle worktrees.
 type Manager struct {
 	// Git runs git; nil means a zero Git.
 	Git *Git
@@ -74,6 +82,15 @@ type Manager struct {
 	Root string
 	// Instance prefixes entry names (letters, digits, "_"); empty means a random id per Manager.
 	Instance string
+	// PoolSize is how many idle worktrees per repository Release keeps for later Acquire
+	// calls; 0 keeps none (every worktree is removed after its call).
+	PoolSize int
+	// PoolIdle is how long an idle worktree is kept; 0 means DefaultPoolIdle.
+	PoolIdle time.Duration
+	// Log receives what the pool does on its own (expiry, removal failures); nil discards it.
+	Log *slog.Logger
+
+	pool pool
 
 	once     sync.Once
 	initErr  error
@@ -151,26 +168,44 @@ const ownerTool = "cline-mcp"
 // (0700) Root/<instance>-<random>/wt. It returns an error wrapping ErrNotGit when repoDir is not
 // inside a work tree, and a *SetupError for everything else, including a repository without
 // commits and a Root that is not a private directory of this user. On error nothing is left
-// behind.
+// behind. Add never uses the pool; Acquire does.
 func (m *Manager) Add(ctx context.Context, repoDir string) (*Worktree, error) {
+	src, commit, err := m.source(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	return m.create(ctx, src, commit, false)
+}
+
+// source records repoDir's repository and resolves its HEAD, before any run: the part of Add
+// and Acquire that asks git where things are. Errors are Add's.
+func (m *Manager) source(ctx context.Context, repoDir string) (Repo, string, error) {
 	g := m.git()
 	src, err := g.Open(ctx, repoDir)
 	if errors.Is(err, ErrNotGit) {
-		return nil, err
+		return Repo{}, "", err
 	}
 	if err != nil {
-		return nil, &SetupError{Repo: repoDir, Err: err}
+		return Repo{}, "", &SetupError{Repo: repoDir, Err: err}
 	}
 	if err := m.init(); err != nil {
-		return nil, &SetupError{Repo: src.Top, Err: err}
+		return Repo{}, "", &SetupError{Repo: src.Top, Err: err}
 	}
 	commit, err := g.ResolveCommit(ctx, src.Top, "HEAD")
 	if errors.Is(err, ErrNoCommit) {
-		return nil, &SetupError{Repo: src.Top, Err: errors.New("the repository has no commits yet, so there is nothing to check out")}
+		return Repo{}, "", &SetupError{Repo: src.Top, Err: errors.New("the repository has no commits yet, so there is nothing to check out")}
 	}
 	if err != nil {
-		return nil, &SetupError{Repo: src.Top, Err: err}
+		return Repo{}, "", &SetupError{Repo: src.Top, Err: err}
 	}
+	return src, commit, nil
+}
+
+// create adds a fresh worktree of src at commit. pooled also records it for the pool (see
+// newSlot) so that Release can keep it; a worktree whose record fails is still returned, and
+// Release removes it.
+func (m *Manager) create(ctx context.Context, src Repo, commit string, pooled bool) (*Worktree, error) {
+	g := m.git()
 	o := owner{Tool: ownerTool, PID: os.Getpid(), Repo: src.CommonDir, Created: time.Now().UTC()}
 	o.PIDStartTime = proc.Self().Start
 	entry, err := m.newEntry(o)
@@ -199,6 +234,16 @@ func (m *Manager) Add(ctx context.Context, repoDir string) (*Worktree, error) {
 		}
 	}
 	unlock()
+	if err == nil && pooled {
+		// Without its record the worktree still serves this call; it is removed afterwards.
+		if s, serr := m.newSlot(ctx, wt); serr == nil {
+			wt.slot, wt.Repo = s, s.repo
+		} else if ctx.Err() != nil {
+			err = serr
+		} else {
+			m.log().Warn("new worktree not pooled", "path", wt.Path, "err", serr)
+		}
+	}
 	if err != nil {
 		// git may have registered the worktree before failing (or before ctx killed it).
 		if rerr := wt.Remove(ctx); rerr != nil {
@@ -340,98 +385,14 @@ func randomHex(n int) string {
 func (w *Worktree) Remove(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.removed {
+	if w.done {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
-	defer cancel()
-	if err := w.m.removeEntry(ctx, w.Repo.CommonDir, w.Repo.GitDir, w.entry); err != nil {
-		return &CleanupError{Path: w.Path, Err: err}
+	if err := w.m.removeRecorded(ctx, w.Path, w.Repo.CommonDir, w.Repo.GitDir, w.entry); err != nil {
+		return err
 	}
-	w.removed = true
+	w.done = true
 	return nil
-}
-
-// removeEntry deletes entry/wt, the worktree's git dir admin (found by its gitdir file when
-// the record has none: a worktree whose creation failed half-way, or a crashed server's) and
-// entry itself.
-func (m *Manager) removeEntry(ctx context.Context, commonDir, admin, entry string) error {
-	unlock, err := m.lock(ctx, commonDir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	wt := filepath.Join(entry, "wt")
-	var errs []error
-	if err := removeTree(wt); err != nil {
-		errs = append(errs, err)
-	}
-	if admin == "" {
-		admin = findAdmin(commonDir, wt)
-	}
-	if admin != "" {
-		if err := removeAdmin(commonDir, admin); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := removeTree(entry); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// removeAdmin deletes a worktree's git dir, but only a real directory directly inside
-// <commonDir>/worktrees.
-func removeAdmin(commonDir, admin string) error {
-	if filepath.Dir(admin) != filepath.Join(commonDir, "worktrees") {
-		return fmt.Errorf("worktree git dir %s is not inside %s/worktrees; left alone", admin, commonDir)
-	}
-	fi, err := os.Lstat(admin)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
-	case !fi.IsDir():
-		return fmt.Errorf("worktree git dir %s is not a directory; left alone", admin)
-	}
-	return removeTree(admin)
-}
-
-// findAdmin returns the git dir under <commonDir>/worktrees whose gitdir file names wt/.git
-// exactly, or "".
-func findAdmin(commonDir, wt string) string {
-	dir := filepath.Join(commonDir, "worktrees")
-	list, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	want := filepath.Join(wt, ".git")
-	for _, de := range list {
-		if !de.IsDir() {
-			continue
-		}
-		b, err := readSmall(filepath.Join(dir, de.Name(), "gitdir"))
-		if err == nil && filepath.Clean(strings.TrimSpace(string(b))) == want {
-			return filepath.Join(dir, de.Name())
-		}
-	}
-	return ""
-}
-
-// removeTree deletes p and everything below it without following symlinks (os.RemoveAll
-// unlinks a link, never its target). Directories a run made unwritable are opened up first.
-func removeTree(p string) error {
-	if err := os.RemoveAll(p); err == nil {
-		return nil
-	}
-	_ = filepath.WalkDir(p, func(q string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() { // a symlink is never IsDir here
-			_ = os.Chmod(q, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(p)
 }
 
 // Touched lists the files Cline changed inside the worktree relative to its commit: modified,

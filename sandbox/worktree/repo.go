@@ -31,12 +31,19 @@ type Repo struct {
 	settings   []string
 	exclude    []byte
 	attributes []byte
+	// filters is set when the config defines a clean, smudge or process filter program (Git
+	// LFS, for example), sparse when core.sparseCheckout is on: a pooled worktree could not be
+	// moved between commits the way `git worktree add` checks them out (see Manager.Acquire).
+	filters, sparse bool
 }
 
 // recordedKeys are the config keys a snapshot honours: they change how files are compared and
 // stored, never what runs. Anything else in the user's config (filters, textconv, hooks,
 // fsmonitor, credential helpers, includes) never reaches a snapshot's git.
 var recordedKeys = regexp.MustCompile(`^(core\.(ignorecase|precomposeunicode|protectntfs|protecthfs|filemode|symlinks|autocrlf|eol|safecrlf|checkstat|trustctime|excludesfile|attributesfile|bigfilethreshold|longpaths)|diff\.(renamelimit|algorithm|indentheuristic))$`)
+
+// poolKeys are the config keys Open notes (Repo.filters, Repo.sparse) but never replays.
+var poolKeys = regexp.MustCompile(`^(filter\..+\.(clean|smudge|process)|core\.sparsecheckout)$`)
 
 // Open resolves dir's repository and records it. It asks git where the repository is, so call
 // it only on a checkout no run has touched yet: before the run, never after. It returns an
@@ -81,13 +88,21 @@ func (g *Git) Open(ctx context.Context, dir string) (Repo, error) {
 	if r.ObjectFormat != "sha1" && r.ObjectFormat != "sha256" {
 		return Repo{}, fmt.Errorf("git repository of %s: unknown object format %q", dir, r.ObjectFormat)
 	}
-	out, err = g.run(ctx, runOpts{dir: dir}, "config", "-z", "--get-regexp", recordedKeys.String())
+	out, err = g.run(ctx, runOpts{dir: dir}, "config", "-z", "--get-regexp", recordedKeys.String()+"|"+poolKeys.String())
 	if err != nil && !exitCode(err, 1) { // 1 = none set
 		return Repo{}, fmt.Errorf("git config of %s: %w", dir, err)
 	}
 	home, _ := os.UserHomeDir()
 	for _, rec := range strings.Split(string(out), "\x00") {
-		k, v, _ := strings.Cut(rec, "\n")
+		k, v, hasValue := strings.Cut(rec, "\n")
+		if poolKeys.MatchString(k) {
+			if k == "core.sparsecheckout" {
+				r.sparse = !hasValue || configBool(v) // a key without "=" is true
+			} else if v != "" {
+				r.filters = true
+			}
+			continue
+		}
 		if !recordedKeys.MatchString(k) {
 			continue
 		}
@@ -99,6 +114,15 @@ func (g *Git) Open(ctx context.Context, dir string) (Repo, error) {
 	r.exclude, _ = readSmall(filepath.Join(r.CommonDir, "info", "exclude"))
 	r.attributes, _ = readSmall(filepath.Join(r.CommonDir, "info", "attributes"))
 	return r, nil
+}
+
+// configBool reads a git boolean value: "false", "no", "off", "0" and "" are false.
+func configBool(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "false", "no", "off", "0", "":
+		return false
+	}
+	return true
 }
 
 // shadow creates, under tmp, the git dir a snapshot runs in: HEAD, empty refs, a config of

@@ -1,0 +1,48 @@
+//go:build e2e
+
+package mcpserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAnalysisWorkspaceHooks: a repository with its own Cline hook is not analysed on the host
+// (the CLI would run the hook on this machine and nothing switches it off): launch_failed naming
+// the directory, the CLI never started. In Docker the call runs, and the result says the hook ran
+// inside the container.
+func TestAnalysisWorkspaceHooks(t *testing.T) {
+	e := newDockerEnv(t)
+	hook := filepath.Join(e.work, ".cline", "hooks", "TaskStart")
+	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte("#!/bin/bash\ntouch /tmp/pwned\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, sc := e.call("ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	if sc["kind"] != "launch_failed" || !strings.Contains(str(sc, "message"), filepath.Join(".cline", "hooks")) {
+		t.Errorf("host: got %v %q, want launch_failed naming .cline/hooks", sc["kind"], sc["message"])
+	}
+	if n := len(e.records()); n != 0 {
+		t.Errorf("host: the CLI ran %d time(s), want never", n)
+	}
+	sc, _ = dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	wantDockerOK(t, sc)
+	if ws := strings.Join(strs(sc["warnings"]), "\n"); !strings.Contains(ws, "ran inside the container") || !strings.Contains(ws, hook[:len(hook)-len("/TaskStart")]) {
+		t.Errorf("docker: got warnings %q, want the repository's hooks named", ws)
+	}
+}
+
+func strs(v any) []string {
+	var out []string
+	list, _ := v.([]any)
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package run
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// Egress modes of Docker runs (Config.DockerEgress), as sandbox/docker names them.
+const (
+	EgressProvider = "provider"
+	EgressNone     = "none"
+	EgressOpen     = "open"
+)
+
+// providerEndpoints are the endpoints a container run of the copy's provider needs: the baseUrl's
+// host, else the provider's known API host (cline.ProviderEndpoints). They are read from the
+// settings copy just written, before the run (the container never wrote it yet). In provider
+// mode a provider without any known endpoint gets a warning naming the fix.
+func (k *call) providerEndpoints(settingsPath, provider string) []string {
+	if k.r.cfg.DockerEgress != EgressProvider {
+		return nil
+	}
+	var doc struct {
+		Providers map[string]struct {
+			Settings json.RawMessage `json:"settings"`
+		} `json:"providers"`
+	}
+	if b, err := os.ReadFile(settingsPath); err == nil {
+		_ = json.Unmarshal(b, &doc)
+	}
+	eps, known := cline.ProviderEndpoints(provider, doc.Providers[provider].Settings)
+	if !known && len(k.r.cfg.EgressAllow) == 0 {
+		k.warnings = append(k.warnings, fmt.Sprintf("the egress proxy knows no API endpoint of provider %q (no baseUrl in its settings, and not in the catalog of Cline %s): the run cannot reach it unless the server allows it with --egress-allow host:port", provider, cline.PolicyCLIVersion))
+	}
+	return eps
+}
+
+// egressWarnings are the result's words about a container run's network: that it was open, or
+// what the egress proxy refused (endpoint, count and reason; the CLI's own telemetry is refused
+// quietly).
+func (k *call) egressWarnings(x sandbox.Exit) []string {
+	var out []string
+	if k.r.cfg.DockerEgress == EgressOpen && !k.openWarned {
+		k.openWarned = true
+		out = append(out, "this Docker run's network was open (--docker-egress open): whatever ran in the container could reach any host its network reaches")
+	}
+	if x.Egress == nil {
+		return out
+	}
+	for _, r := range x.Egress.Refused {
+		k.r.log.Debug("egress refused", "target", r.Target, "count", r.Count, "reason", r.Reason)
+		if slices.Contains(cline.TelemetryEndpoints, r.Target) {
+			continue
+		}
+		times := "once"
+		if r.Count > 1 {
+			times = fmt.Sprintf("%d times", r.Count)
+		}
+		out = append(out, fmt.Sprintf("the egress proxy refused %s %s: %s", r.Target, times, strings.TrimSpace(r.Reason)))
+	}
+	return out
+}

@@ -1,0 +1,220 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/settings"
+)
+
+// The tool policy of an analysis run (ask_cline, ask_cline_workspace) is an allow-list,
+// cline.AnalysisTools: the CLI offers the model only the tools that read the workspace (and, in a
+// container, run_commands). The CLI has no allow-list of its own, so the policy is built from
+// what it does have, without touching the user's files:
+//
+//   - global settings (CLINE_GLOBAL_SETTINGS_PATH → a generated copy of the user's): every tool
+//     the pinned CLI knows but the allowed ones in disabledTools, web_search switched off;
+//   - MCP servers (CLINE_MCP_SETTINGS_PATH → a generated file without servers): none starts;
+//   - on the host, the Cline directory (CLINE_DIR → a private directory that links only the
+//     user's rules and workflows, CLINE_DATA_DIR → the user's data dir, so settings and keys are
+//     the same): the user's hooks, plugins, configured agents and skills stay off;
+//   - code the CLI runs from places no setting moves: the analysed repository's own hooks and
+//     plugins (cline.WorkspaceCodeDirs) make a host analysis fail with launch_failed (they would
+//     run on the user's machine); ~/Documents/Cline/{Hooks,Plugins} and ~/.agents/plugins
+//     (cline.UserCodeDirs) are reported in a warning, as doctor does;
+//   - a CLI of another version than cline.PolicyCLIVersion is reported in a warning: it may offer
+//     tools the pinned list does not know;
+//   - after the run, any successful call of a tool outside the allow-list is reported
+//     (cline.Classify).
+
+// errWorkspaceCode is wrapped by hostPolicy when the workspace carries hooks or plugins.
+var errWorkspaceCode = errors.New("the workspace configures Cline hooks or plugins")
+
+// hostPolicy writes the policy files of a host analysis attempt into a fresh directory under the
+// call's private dir and returns the environment that points the CLI at them.
+func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error) {
+	root := k.workspaceRoot(ctx)
+	if found := existingCode(root, cline.WorkspaceCodeDirs); len(found) > 0 {
+		return nil, fmt.Errorf("%w in %s, which the Cline CLI would run on this machine during the analysis, and the CLI cannot switch them off: %s; run the call with \"isolation\": \"docker\" (they then run inside the container) or remove them",
+			errWorkspaceCode, root, strings.Join(found, ", "))
+	}
+	if !k.userCodeWarned {
+		k.userCodeWarned = true
+		if found := existingCode("", cline.UserCodeDirs(k.r.cfg.Home)); len(found) > 0 {
+			k.warnings = append(k.warnings, fmt.Sprintf("your Cline hooks or plugins in %s ran during this analysis: the CLI reads them from your home directory and has no setting that switches them off", strings.Join(found, ", ")))
+		}
+	}
+	dir := filepath.Join(k.private, fmt.Sprintf("policy-%d", n))
+	clineDir := filepath.Join(dir, "cline-dir")
+	if err := os.MkdirAll(clineDir, 0o700); err != nil {
+		return nil, fmt.Errorf("write the tool policy: %w", err)
+	}
+	global := filepath.Join(dir, "global-settings.json")
+	if err := k.writeGlobalSettings(global, k.r.globalSettingsPath(), cline.AnalysisTools(false)); err != nil {
+		return nil, err
+	}
+	mcp := filepath.Join(dir, "cline_mcp_settings.json")
+	if err := os.WriteFile(mcp, []byte(cline.EmptyMCPSettings), 0o600); err != nil {
+		return nil, fmt.Errorf("write the tool policy: %w", err)
+	}
+	getenv := envLookup(k.r.cfg.Env)
+	userClineDir := getenv("CLINE_DIR")
+	if userClineDir == "" {
+		userClineDir = filepath.Join(k.r.cfg.Home, ".cline")
+	}
+	for _, name := range cline.ClineDirText {
+		src := filepath.Join(userClineDir, name)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := os.Symlink(src, filepath.Join(clineDir, name)); err != nil && !k.textLinkWarned {
+			k.textLinkWarned = true
+			k.warnings = append(k.warnings, fmt.Sprintf("your global Cline %s (%s) do not apply to this analysis run: %v", name, src, err))
+		}
+	}
+	return map[string]string{
+		"CLINE_GLOBAL_SETTINGS_PATH": global,
+		"CLINE_MCP_SETTINGS_PATH":    mcp,
+		"CLINE_DIR":                  clineDir,
+		"CLINE_DATA_DIR":             settings.DataDir(getenv, k.r.cfg.Home),
+	}, nil
+}
+
+// dockerPolicy writes the policy files of a container analysis attempt into the settings copy's
+// settings dir (mounted at the same path) and returns the environment for them. The container's
+// HOME is an empty tmpfs, so its Cline directory holds no hooks or plugins of the user; the
+// repository's own run inside the container, which a warning says (a plugin's tools are offered).
+func (k *call) dockerPolicy(ctx context.Context, settingsDir string) (map[string]string, error) {
+	if found := existingCode(k.workspaceRoot(ctx), cline.WorkspaceCodeDirs); len(found) > 0 && !k.userCodeWarned {
+		k.userCodeWarned = true
+		k.warnings = append(k.warnings, fmt.Sprintf("the repository's Cline hooks or plugins (%s) ran inside the container: the CLI cannot switch them off, and a plugin's tools are offered beside the analysis allow-list", strings.Join(found, ", ")))
+	}
+	global := filepath.Join(settingsDir, "global-settings.json")
+	if err := k.writeGlobalSettings(global, global, cline.AnalysisTools(true)); err != nil {
+		return nil, err
+	}
+	mcp := filepath.Join(settingsDir, "cline_mcp_settings.json")
+	if err := os.WriteFile(mcp, []byte(cline.EmptyMCPSettings), 0o600); err != nil {
+		return nil, fmt.Errorf("write the tool policy: %w", err)
+	}
+	return map[string]string{"CLINE_GLOBAL_SETTINGS_PATH": global, "CLINE_MCP_SETTINGS_PATH": mcp}, nil
+}
+
+// workspaceRoot is where the CLI looks for the workspace's hooks and plugins: the git top level
+// of the run's directory (as recorded before the run), else the directory itself.
+func (k *call) workspaceRoot(ctx context.Context) string {
+	if k.repo != nil {
+		return k.repo.Top
+	}
+	if r, err := k.r.cfg.Git.Open(ctx, k.dir); err == nil {
+		return r.Top
+	}
+	return k.dir
+}
+
+// existingCode lists the directories of dirs (relative to root, or absolute with root "") that
+// exist and hold at least one entry.
+func existingCode(root string, dirs []string) []string {
+	var found []string
+	for _, d := range dirs {
+		p := d
+		if root != "" {
+			p = filepath.Join(root, d)
+		}
+		if ents, err := os.ReadDir(p); err == nil && len(ents) > 0 {
+			found = append(found, p)
+		}
+	}
+	return found
+}
+
+// writeGlobalSettings writes the user's global settings plus the analysis policy of allowed to
+// dst (0600).
+func (k *call) writeGlobalSettings(dst, userPath string, allowed []string) error {
+	user, err := os.ReadFile(userPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		k.warnings = append(k.warnings, fmt.Sprintf("could not read your Cline global settings (%s): %v; using only the bridge's tool policy", userPath, err))
+	}
+	merged, err := cline.GlobalSettings(user, allowed)
+	if err != nil {
+		return fmt.Errorf("build the read-only tool policy: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("write the tool policy: %w", err)
+	}
+	if err := os.WriteFile(dst, merged, 0o600); err != nil {
+		return fmt.Errorf("write the tool policy: %w", err)
+	}
+	return nil
+}
+
+// versionWarning says when the host CLI at path is not the version the tool policy was written
+// for. The version comes from the npm package beside the executable (…/@cline/cli-<os>-<arch>/
+// bin/cline → package.json), read once per executable and modification time; an executable
+// without one (a build of its own) gets no warning here (doctor runs `cline version`).
+func (r *Runner) versionWarning(path string) string {
+	v := r.versions.of(path)
+	if v == "" || v == cline.PolicyCLIVersion {
+		return ""
+	}
+	return fmt.Sprintf("Cline CLI %s is not %s, the version cline-mcp's analysis tool policy was written for: tools it added may be offered to this analysis run (cline-mcp reports any such tool the run calls); update cline-mcp or install cline@%s",
+		v, cline.PolicyCLIVersion, cline.PolicyCLIVersion)
+}
+
+// versionCache remembers the package version of each executable, keyed by path, size and time.
+type versionCache struct {
+	mu sync.Mutex
+	m  map[string]cachedVersion
+}
+
+type cachedVersion struct {
+	stamp   string
+	version string
+}
+
+func (c *versionCache) of(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return ""
+	}
+	stamp := fmt.Sprintf("%d/%d", fi.Size(), fi.ModTime().UnixNano())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.m[real]; ok && v.stamp == stamp {
+		return v.version
+	}
+	v := packageVersion(real)
+	if c.m == nil {
+		c.m = map[string]cachedVersion{}
+	}
+	c.m[real] = cachedVersion{stamp: stamp, version: v}
+	return v
+}
+
+// packageVersion reads the version of the npm package an executable belongs to (its directory's
+// parent's package.json, named @cline/cli-* or cline), or "".
+func packageVersion(exe string) string {
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(exe)), "package.json"))
+	if err != nil {
+		return ""
+	}
+	var pkg struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(b, &pkg) != nil || (pkg.Name != "cline" && !strings.HasPrefix(pkg.Name, "@cline/cli-")) {
+		return ""
+	}
+	return pkg.Version
+}

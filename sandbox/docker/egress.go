@@ -1,0 +1,404 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/egress"
+)
+
+// Egress modes of Docker runs (WithEgress).
+const (
+	// EgressProvider puts every run on an internal network (no route out) of the executor's own,
+	// whose only way out is an egress proxy container (sandbox/egress) that lets each run reach
+	// exactly its Spec.Egress endpoints plus Egress.Allow.
+	EgressProvider = "provider"
+	// EgressNone gives runs no network at all (network mode none).
+	EgressNone = "none"
+	// EgressOpen runs containers on the executor's network (WithNetwork) as they are.
+	EgressOpen = "open"
+)
+
+// DefaultEgressImage is the egress proxy's image (images/egress).
+const DefaultEgressImage = "cline-mcp/egress:latest"
+
+// LabelEgress marks the egress proxy container ("proxy") and the internal network ("network")
+// of an executor; both also carry LabelInstance, so Sweep and RemoveOwn find them.
+const LabelEgress = "cline-mcp.egress"
+
+// HintEgressImage is the hint of a missing egress proxy image.
+const HintEgressImage = "build the egress proxy image: make image-egress (make image and make image-fake build it too), or pass --docker-egress none|open"
+
+// unroutableDNS is the DNS server of runs on the internal network: the engine's embedded
+// resolver still answers container names there, and forwards every other name to this address
+// of TEST-NET-1 (RFC 5737), which nothing answers — engines before 26.0 (CVE-2024-29018) would
+// otherwise forward names from an internal network to the host's resolver, a way out.
+var unroutableDNS = netip.MustParseAddr("192.0.2.1")
+
+// Egress is the network policy of an executor's runs.
+type Egress struct {
+	Mode  string   // EgressProvider (the default), EgressNone or EgressOpen
+	Image string   // the proxy's image (EgressProvider); default DefaultEgressImage
+	Allow []string // endpoints every run may reach (EgressProvider): "host:port", "*.domain:port"
+}
+
+// WithEgress sets the network policy of runs (default: EgressOpen on the WithNetwork network, as
+// before egress existed). In EgressProvider mode the WithNetwork network is the proxy's way out:
+// it must be "bridge" or a named network ("none", "host" and "container:<name>" cannot carry a
+// second network).
+func WithEgress(eg Egress) Option {
+	return func(e *Executor) error {
+		switch eg.Mode {
+		case EgressProvider, EgressNone, EgressOpen:
+		case "":
+			eg.Mode = EgressProvider
+		default:
+			return fmt.Errorf("egress %q: want provider, none or open", eg.Mode)
+		}
+		if eg.Image == "" {
+			eg.Image = DefaultEgressImage
+		}
+		allow := make([]string, 0, len(eg.Allow))
+		for _, a := range eg.Allow {
+			ep, err := egress.ParseEndpoint(a)
+			if err != nil {
+				return fmt.Errorf("egress allow: %w", err)
+			}
+			allow = append(allow, ep)
+		}
+		eg.Allow = allow
+		e.egress = eg
+		return nil
+	}
+}
+
+// Egress is the executor's network policy.
+func (e *Executor) Egress() Egress { return e.egress }
+
+// CheckEgressNetwork reports a WithNetwork value the egress mode cannot use.
+func CheckEgressNetwork(mode, network string) error {
+	if mode != EgressProvider {
+		return nil
+	}
+	if network == "none" || network == "host" || strings.HasPrefix(network, "container:") {
+		return fmt.Errorf("egress provider: the proxy reaches the provider through the network %q, which cannot be shared with a second network; use bridge or a named network, or egress none/open", network)
+	}
+	return nil
+}
+
+// sidecar is the running egress proxy of an executor: its internal network, its container and
+// the control client on the container's attached stdin/stdout.
+type sidecar struct {
+	network string // name of the internal network
+	id      string // proxy container id
+	addr    string // the proxy's address on the internal network (ip:port)
+	ctl     *egress.Client
+	conn    *client.HijackedResponse
+	untrack func()
+}
+
+func (s *sidecar) alive() bool {
+	select {
+	case <-s.ctl.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// runEgress is one run's place in the egress policy.
+type runEgress struct {
+	e     *Executor
+	side  *sidecar
+	token string
+	once  sync.Once
+	sum   egress.Summary
+}
+
+// beginEgress prepares a run in EgressProvider mode: it starts the executor's proxy on first use
+// (a later run reuses it) and grants the run's token its endpoints. It returns nil for the other
+// modes.
+func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgress, error) {
+	if e.egress.Mode != EgressProvider {
+		return nil, nil
+	}
+	side, err := e.sidecar(ctx)
+	if err != nil {
+		return nil, err
+	}
+	allow := append([]string(nil), e.egress.Allow...)
+	for _, ep := range spec.Egress {
+		if p, err := egress.ParseEndpoint(ep); err == nil {
+			allow = append(allow, p)
+		}
+	}
+	token, err := randomHex(16)
+	if err != nil {
+		return nil, err
+	}
+	gctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	if err := side.ctl.Grant(gctx, token, allow); err != nil {
+		return nil, &sandbox.LaunchError{Op: "egress grant", Err: err,
+			Hint: "the egress proxy container stopped answering; the next call starts a new one"}
+	}
+	return &runEgress{e: e, side: side, token: token}, nil
+}
+
+// apply puts the container on the network of the run's egress mode: none, the executor's
+// network, or the internal network with the proxy in the environment and a DNS server that
+// answers nothing outside.
+func (e *Executor) applyEgress(opts *client.ContainerCreateOptions, r *runEgress) {
+	switch e.egress.Mode {
+	case EgressNone:
+		opts.HostConfig.NetworkMode = "none"
+	case EgressProvider:
+		if r == nil {
+			return
+		}
+		opts.HostConfig.NetworkMode = container.NetworkMode(r.side.network)
+		opts.HostConfig.DNS = []netip.Addr{unroutableDNS}
+		proxy := "http://" + r.token + ":x@" + r.side.addr
+		noProxy := "localhost,127.0.0.1,::1"
+		opts.Config.Env = append(withoutProxyEnv(opts.Config.Env),
+			"HTTPS_PROXY="+proxy, "HTTP_PROXY="+proxy, "https_proxy="+proxy, "http_proxy="+proxy,
+			"NO_PROXY="+noProxy, "no_proxy="+noProxy)
+	}
+}
+
+// withoutProxyEnv drops proxy variables a caller passed: in provider mode the egress proxy is
+// the only way out.
+func withoutProxyEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(k) {
+		case "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "ALL_PROXY":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// end revokes the run's grant (once) and returns what the proxy refused. It runs after the
+// container is gone; its own timeout keeps a wedged proxy from holding the call.
+func (r *runEgress) end(ctx context.Context) []sandbox.Refusal {
+	if r == nil {
+		return nil
+	}
+	r.once.Do(func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		r.sum, _ = r.side.ctl.Revoke(rctx, r.token)
+	})
+	var out []sandbox.Refusal
+	for _, c := range r.sum.Refused {
+		out = append(out, sandbox.Refusal{Target: c.Target, Count: c.Count, Reason: c.Reason})
+	}
+	return out
+}
+
+// sidecar returns the executor's running egress proxy, starting it (and its internal network)
+// when there is none or the last one died.
+func (e *Executor) sidecar(ctx context.Context) (*sidecar, error) {
+	e.sideMu.Lock()
+	defer e.sideMu.Unlock()
+	if e.side != nil {
+		if e.side.alive() {
+			return e.side, nil
+		}
+		e.stopSidecar(ctx, e.side)
+		e.side = nil
+	}
+	s, err := e.startSidecar(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.side = s
+	return s, nil
+}
+
+// startSidecar creates the internal network and the proxy container on it, attaches to the
+// proxy's stdin and stdout, starts it, waits for it to listen, and only then connects it to the
+// executor's network (the way out), so the proxy never listens there. Everything carries the
+// instance label; on failure everything created is removed.
+func (e *Executor) startSidecar(ctx context.Context) (s *sidecar, err error) {
+	if ok, err := e.imagePresent(ctx, e.egress.Image); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, &sandbox.LaunchError{Op: "image inspect", Hint: HintEgressImage, Missing: true,
+			Err: fmt.Errorf("egress proxy image %s not found", e.egress.Image)}
+	}
+	suffix, err := randomHex(6)
+	if err != nil {
+		return nil, err
+	}
+	name := "cline-mcp-egress-" + suffix
+	s = &sidecar{network: name, untrack: func() {}}
+	if e.track != nil {
+		// Tracked first: a server that dies from here on has its watchdog remove the proxy
+		// and the network (RemoveOwn).
+		s.untrack = e.track("egress-" + suffix)
+	}
+	defer func() {
+		if err != nil {
+			e.stopSidecar(ctx, s)
+		}
+	}()
+	labels := func(kind string) map[string]string {
+		return map[string]string{LabelInstance: e.instance, LabelEgress: kind}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, err := e.cli.NetworkCreate(cctx, name, client.NetworkCreateOptions{
+		Driver: "bridge", Internal: true, Labels: labels("network"),
+	}); err != nil {
+		return nil, e.launchError("egress network create", name, err)
+	}
+	pids := int64(64)
+	init := true
+	created, err := e.cli.ContainerCreate(cctx, client.ContainerCreateOptions{
+		Name: name,
+		Config: &container.Config{
+			Image: e.egress.Image, User: "65534:65534", Labels: labels("proxy"),
+			AttachStdin: true, AttachStdout: true, AttachStderr: true, OpenStdin: true, StdinOnce: true,
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode:    container.NetworkMode(name),
+			ReadonlyRootfs: true,
+			CapDrop:        []string{"ALL"},
+			SecurityOpt:    []string{"no-new-privileges"},
+			Init:           &init,
+			IpcMode:        container.IPCModePrivate,
+			LogConfig:      container.LogConfig{Type: "none"},
+			Resources:      container.Resources{Memory: 128 << 20, MemorySwap: 128 << 20, PidsLimit: &pids, NanoCPUs: e.nanoCPUs},
+		},
+	})
+	if err != nil {
+		return nil, e.launchError("egress proxy create", name, err)
+	}
+	s.id = created.ID
+	att, err := e.cli.ContainerAttach(cctx, s.id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, e.launchError("egress proxy attach", s.id, err)
+	}
+	s.conn = &att.HijackedResponse
+	out, outW := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(outW, io.Discard, att.Reader)
+		_ = outW.CloseWithError(err)
+	}()
+	s.ctl = egress.NewClient(out, att.Conn)
+	if _, err := e.cli.ContainerStart(cctx, s.id, client.ContainerStartOptions{}); err != nil {
+		return nil, e.launchError("egress proxy start", s.id, err)
+	}
+	addr, err := s.ctl.Ready(cctx)
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy %s did not start: %w", name, err)
+	}
+	if host, _, err := net.SplitHostPort(addr); err != nil || net.ParseIP(host) == nil {
+		return nil, fmt.Errorf("egress proxy %s listens on %q, want an IP address", name, addr)
+	}
+	s.addr = addr
+	if _, err := e.cli.NetworkConnect(cctx, e.network, client.NetworkConnectOptions{Container: s.id}); err != nil {
+		return nil, e.launchError("egress proxy connect "+e.network, s.id, err)
+	}
+	return s, nil
+}
+
+// stopSidecar ends the proxy (its stdin closes, it exits), removes its container and network,
+// and stops tracking it. Best effort, on its own timeout; "not found" counts as done.
+func (e *Executor) stopSidecar(ctx context.Context, s *sidecar) {
+	if s.conn != nil {
+		_ = s.conn.CloseWrite()
+		s.conn.Close()
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if s.id != "" {
+		_, _ = e.cli.ContainerRemove(rctx, s.id, client.ContainerRemoveOptions{Force: true})
+	}
+	if s.network != "" {
+		_, _ = e.cli.NetworkRemove(rctx, s.network, client.NetworkRemoveOptions{})
+	}
+	s.untrack()
+}
+
+// closeEgress stops the executor's proxy, if one runs.
+func (e *Executor) closeEgress() {
+	e.sideMu.Lock()
+	defer e.sideMu.Unlock()
+	if e.side != nil {
+		e.stopSidecar(context.Background(), e.side)
+		e.side = nil
+	}
+}
+
+// removeNetworks removes the networks labelled with an instance that pick accepts; the
+// containers on them must be gone first. "Not found" counts as done by someone else.
+func (e *Executor) removeNetworks(ctx context.Context, label string, pick func(instance string) bool) (removed int, err error) {
+	list, err := e.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("label", label)})
+	if err != nil {
+		if client.IsErrConnectionFailed(err) {
+			return 0, engineError("network list", err)
+		}
+		return 0, fmt.Errorf("network list %s: %w", label, err)
+	}
+	var errs []error
+	for _, n := range list.Items {
+		if !pick(n.Labels[LabelInstance]) {
+			continue
+		}
+		_, rerr := e.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+		switch {
+		case rerr == nil:
+			removed++
+		case isNotFound(rerr):
+		default:
+			errs = append(errs, fmt.Errorf("network remove %s: %w", n.Name, rerr))
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// EgressImagePresent reports whether the egress proxy's image exists on the engine.
+func (e *Executor) EgressImagePresent(ctx context.Context) (bool, error) {
+	return e.imagePresent(ctx, e.egress.Image)
+}
+
+// imagePresent reports whether image exists on the engine.
+func (e *Executor) imagePresent(ctx context.Context, image string) (bool, error) {
+	_, err := e.cli.ImageInspect(ctx, image)
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	case client.IsErrConnectionFailed(err):
+		return false, engineError("image inspect", err)
+	}
+	return false, fmt.Errorf("image inspect %s: %w", image, err)
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,463 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// slot is a worktree kept for the pool: what was recorded when it was created (before any run)
+// and after its last preparation. It is idle in the pool or owned by one Worktree handle.
+//
+// Its index is private: Repo.Index is entry/index, beside the work tree, never mounted into a
+// container and never handed to Cline. Its stat data is what the pool trusts when it checks
+// that the files equal the commit (a changed file also changes its ctime, which nobody can set
+// back); the worktree's own index in its git dir, which git run by Cline reads (and in host
+// mode may rewrite), is overwritten with a copy before each call.
+type slot struct {
+	path, entry string
+	repo        Repo
+	dotgit      []byte            // the .git file as created
+	top         fs.FileInfo       // the work tree's directory as created
+	meta        map[string]string // the worktree's git dir after our last write, index aside
+	commit      string            // what the files and the private index are at
+	tree        string            // commit's tree
+	gitlinks    []string          // commit's submodule paths
+	attrs       []string          // commit's tracked .gitattributes files
+}
+
+// poolConfig is prepended to every git command on a pooled worktree: a file whose content
+// changed must never pass as unchanged because of a config that trusts stat data less.
+var poolConfig = []string{"-c", "core.trustctime=true", "-c", "core.checkStat=default"}
+
+// newSlot records a worktree create just made (nothing has run in it) for the pool.
+func (m *Manager) newSlot(ctx context.Context, wt *Worktree) (*slot, error) {
+	s := &slot{path: wt.Path, entry: wt.entry, repo: wt.Repo}
+	s.repo.Index = filepath.Join(wt.entry, "index")
+	if err := copyIndex(wt.Repo.Index, s.repo.Index); err != nil {
+		return nil, fmt.Errorf("private index: %w", err)
+	}
+	var err error
+	if s.dotgit, err = readSmall(filepath.Join(wt.Path, ".git")); err != nil {
+		return nil, err
+	}
+	if s.top, err = os.Lstat(wt.Path); err != nil {
+		return nil, err
+	}
+	o, done, err := s.opts()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if err := s.describe(ctx, m.git(), o, wt.Commit); err != nil {
+		return nil, err
+	}
+	s.meta, err = manifest(s.repo.GitDir)
+	return s, err
+}
+
+// handle gives the slot to one caller.
+func (s *slot) handle(m *Manager) *Worktree {
+	return &Worktree{Path: s.path, Commit: s.commit, Repo: s.repo, m: m, entry: s.entry, slot: s}
+}
+
+// describe records commit and what the pool needs to know of it, from the private index,
+// which holds exactly commit.
+func (s *slot) describe(ctx context.Context, g *Git, o runOpts, commit string) error {
+	out, err := g.run(ctx, o, "rev-parse", "--verify", "-q", "--end-of-options", commit+"^{tree}")
+	if err != nil {
+		return err
+	}
+	s.commit, s.tree = commit, strings.TrimSpace(string(out))
+	stage, err := g.run(ctx, o, "ls-files", "--stage", "-z")
+	if err != nil {
+		return err
+	}
+	s.gitlinks, s.attrs = gitlinks(stage), nil
+	for rec := range bytes.SplitSeq(stage, []byte{0}) {
+		if i := bytes.IndexByte(rec, '\t'); i >= 0 && path.Base(string(rec[i+1:])) == ".gitattributes" {
+			s.attrs = append(s.attrs, string(rec[i+1:]))
+		}
+	}
+	return nil
+}
+
+// check compares what a run could have changed of the slot's git metadata with the record: the
+// work tree's directory, its .git file, every file of the worktree's git dir (HEAD, gitdir,
+// commondir, logs, no config or hooks that were not there) but the index, and our entry dir.
+// Anything unexpected is an error: the slot is then removed, never repaired.
+func (s *slot) check() error {
+	fi, err := os.Lstat(s.path)
+	if err != nil {
+		return fmt.Errorf("the work tree: %w", err)
+	}
+	if !os.SameFile(fi, s.top) || fi.Mode() != s.top.Mode() {
+		return errors.New("the work tree's directory was replaced or its mode changed")
+	}
+	if b, err := readSmall(filepath.Join(s.path, ".git")); err != nil || !bytes.Equal(b, s.dotgit) {
+		return errors.New("the work tree's .git file changed")
+	}
+	meta, err := manifest(s.repo.GitDir)
+	if err != nil {
+		return fmt.Errorf("the worktree's git dir: %w", err)
+	}
+	if d := manifestDiff(s.meta, meta); d != "" {
+		return fmt.Errorf("the worktree's git dir %s changed: %s", s.repo.GitDir, d)
+	}
+	list, err := os.ReadDir(s.entry)
+	if err != nil {
+		return err
+	}
+	for _, de := range list {
+		if !slices.Contains([]string{"owner.json", "wt", "index"}, de.Name()) {
+			return fmt.Errorf("unexpected %s in %s", de.Name(), s.entry)
+		}
+	}
+	return nil
+}
+
+// prepare turns an idle slot into a pristine worktree of commit for the next call, crossing the
+// trust boundary like Touched: it checks the recorded metadata first, and runs git only pinned
+// to the record, in a shadow git dir with the data-only settings src has now (no filter, hook
+// or other program; attributes are the commit's, see scrub), on the private index. Untracked,
+// ignored and planted files are deleted through an os.Root of the work tree, so no symlink the
+// run planted is followed. Only files that differ from commit are rewritten (read-tree --reset
+// -u). It ends with a verification (nothing untracked or ignored, no planted .git, every
+// tracked file as in commit per a refresh of trusted stat data and content, the index's tree is
+// commit's) and installs a copy of the private index and HEAD in the worktree's git dir.
+func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if !isObjectID(commit) {
+		return fmt.Errorf("%w %q: not an object id", ErrBadRef, commit)
+	}
+	s.repo.settings, s.repo.exclude, s.repo.attributes = src.settings, src.exclude, src.attributes
+	g := m.git()
+	o, done, err := s.opts()
+	if err != nil {
+		return err
+	}
+	defer done()
+	root, err := os.OpenRoot(s.path)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	dirty, err := s.scrub(ctx, g, o, root)
+	if err != nil {
+		return err
+	}
+	if dirty || commit != s.commit {
+		if _, err := g.run(ctx, o, poolArgs("read-tree", "--reset", "-u", "--end-of-options", commit)...); err != nil {
+			return err
+		}
+		if err := s.describe(ctx, g, o, commit); err != nil {
+			return err
+		}
+		if dirty, err = s.scrub(ctx, g, o, root); err != nil {
+			return err
+		}
+		if dirty {
+			return errors.New("the work tree is not pristine after the reset")
+		}
+	}
+	out, err := g.run(ctx, o, poolArgs("write-tree")...)
+	if err != nil {
+		return err
+	}
+	if got := strings.TrimSpace(string(out)); got != s.tree {
+		return fmt.Errorf("the index holds tree %s, want %s of %s", got, s.tree, commit)
+	}
+	if err := replaceFile(filepath.Join(s.repo.GitDir, "HEAD"), func(f *os.File) error {
+		_, err := io.WriteString(f, commit+"\n")
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := s.installIndex(); err != nil {
+		return err
+	}
+	s.meta, err = manifest(s.repo.GitDir)
+	return err
+}
+
+// scrub removes what does not belong in the work tree and reports whether it found anything —
+// a removed entry or a tracked file that differs from the private index — which needs a reset.
+// A planted .git is an error (see removePlanted); otherwise it removes
+//   - anything inside submodule directories, which git does not look into;
+//   - every untracked and ignored file and directory (ls-files --others --directory, no
+//     excludes);
+//   - tracked .gitattributes are rewritten from the index first, so the refresh compares
+//     content with the commit's attributes, not the run's.
+func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) (bool, error) {
+	n, err := s.removePlanted(root)
+	if err != nil {
+		return false, err
+	}
+	dirty := n > 0
+	out, err := g.run(ctx, o, poolArgs("ls-files", "--others", "--directory", "-z")...)
+	if err != nil {
+		return false, err
+	}
+	for p := range strings.SplitSeq(string(out), "\x00") {
+		if p = strings.TrimSuffix(p, "/"); p == "" {
+			continue
+		}
+		if err := root.RemoveAll(filepath.FromSlash(p)); err != nil {
+			return false, fmt.Errorf("remove %q: %w", p, err)
+		}
+		dirty = true
+	}
+	if len(s.attrs) > 0 {
+		co := o
+		co.stdin = strings.NewReader(strings.Join(s.attrs, "\x00") + "\x00")
+		if _, err := g.run(ctx, co, poolArgs("checkout-index", "-f", "-q", "-z", "--stdin")...); err != nil {
+			return false, err
+		}
+	}
+	// Exit status 1: some tracked file differs from the index in content, mode or type.
+	_, err = g.run(ctx, o, poolArgs("update-index", "--really-refresh")...)
+	if exitCode(err, 1) {
+		return true, nil
+	}
+	return dirty, err
+}
+
+// poolArgs prefixes args with poolConfig.
+func poolArgs(args ...string) []string { return append(slices.Clip(poolConfig), args...) }
+
+// opts are the options of git on the slot: pinned to its record, in a fresh shadow git dir
+// (done removes it), on the private index.
+func (s *slot) opts() (runOpts, func(), error) {
+	o, _, done, err := s.repo.shadowed()
+	if err != nil {
+		return runOpts{}, nil, err
+	}
+	o.index = s.repo.Index
+	return o, done, nil
+}
+
+// removePlanted looks at every entry of the work tree through root without following a
+// symlink: an entry named .git (in any letter case) below the top is an error — git's own
+// walks skip such entries, so git would neither report nor remove them, and git run by the next
+// call would take it for a repository — and everything inside a submodule directory (which git
+// does not look into either) is removed; a submodule path that is no longer a directory is
+// replaced by an empty one. It returns how many entries it removed.
+func (s *slot) removePlanted(root *os.Root) (int, error) {
+	links := map[string]bool{}
+	for _, l := range s.gitlinks {
+		links[l] = true
+	}
+	n := 0
+	remove := func(p string) error {
+		n++
+		if err := root.RemoveAll(filepath.FromSlash(p)); err != nil {
+			return fmt.Errorf("remove %q: %w", p, err)
+		}
+		return nil
+	}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		f, err := root.Open(filepath.FromSlash(dir))
+		if err != nil {
+			return err
+		}
+		list, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, de := range list {
+			p := path.Join(dir, de.Name())
+			switch {
+			case dir == "." && de.Name() == ".git": // the worktree's own, checked by check
+			case strings.EqualFold(de.Name(), ".git"):
+				return fmt.Errorf("a .git was planted at %q", p)
+			case links[dir]:
+				if err := remove(p); err != nil {
+					return err
+				}
+			case links[p] && !de.IsDir():
+				if err := remove(p); err != nil {
+					return err
+				}
+				if err := root.Mkdir(filepath.FromSlash(p), 0o755); err != nil {
+					return err
+				}
+			case de.IsDir(): // never a symlink: ReadDir reports links as links
+				if err := walk(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return n, walk(".")
+}
+
+// installIndex copies the private index over the worktree's own, through index.lock as git
+// does (an existing lock means someone else's git is at work: an error), keeping the
+// private index's modification time (see copyIndex).
+func (s *slot) installIndex() error {
+	dst := filepath.Join(s.repo.GitDir, "index")
+	if _, err := os.Lstat(s.repo.Index); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	lock := dst + ".lock"
+	if err := copyIndex(s.repo.Index, lock); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			os.Remove(lock)
+		}
+		return fmt.Errorf("install index: %w", err)
+	}
+	if err := os.Rename(lock, dst); err != nil {
+		os.Remove(lock)
+		return fmt.Errorf("install index: %w", err)
+	}
+	return nil
+}
+
+// replaceFile writes dst through dst.lock (created exclusively, renamed over dst: a symlink at
+// dst is replaced, never followed).
+func replaceFile(dst string, write func(*os.File) error) error {
+	lock := dst + ".lock"
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(lock, dst)
+	}
+	if err != nil {
+		os.Remove(lock)
+		return fmt.Errorf("write %s: %w", dst, err)
+	}
+	return nil
+}
+
+// maxManifest bounds the entries of a worktree's git dir the manifest describes; git makes a
+// handful.
+const maxManifest = 256
+
+// manifest describes dir without following symlinks: one entry per path below it — "index"
+// aside, which the pool rewrites — with its type and permissions, and for regular files their
+// size and SHA-256 (at most 1 MiB each).
+func manifest(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "index" {
+			return err
+		}
+		if len(out) >= maxManifest {
+			return fmt.Errorf("more than %d entries", maxManifest)
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := fi.Mode().String()
+		if fi.Mode().IsRegular() {
+			f, err := openRegular(p, 1<<20)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %d %s", fi.Size(), hex.EncodeToString(h.Sum(nil)))
+		}
+		out[filepath.ToSlash(rel)] = desc
+		return nil
+	})
+	return out, err
+}
+
+// manifestDiff names the first paths (at most three) whose description differs, or "".
+func manifestDiff(want, got map[string]string) string {
+	var diffs []string
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range want {
+			if !yield(k) {
+				return
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok && !yield(k) {
+				return
+			}
+		}
+	}) {
+		w, inWant := want[k]
+		g, inGot := got[k]
+		switch {
+		case !inGot:
+			diffs = append(diffs, k+" is gone")
+		case !inWant:
+			diffs = append(diffs, k+" appeared")
+		case w != g:
+			diffs = append(diffs, k+" changed")
+		}
+	}
+	return strings.Join(diffs[:min(len(diffs), 3)], ", ")
+}
+
+// attributesUseFilters reports whether any attributes git would apply to a checkout of commit
+// in src name a filter: info/attributes, the attributes file of the config or the default one,
+// and the commit's .gitattributes files (read with git grep in the recorded repository, before
+// the run).
+func (g *Git) attributesUseFilters(ctx context.Context, src Repo, commit string) (bool, error) {
+	const needle = "filter="
+	if bytes.Contains(src.attributes, []byte(needle)) {
+		return true, nil
+	}
+	files := []string{}
+	for i := 0; i+1 < len(src.settings); i += 2 {
+		if v, ok := strings.CutPrefix(src.settings[i+1], "core.attributesfile="); ok {
+			files = append(files, v)
+		}
+	}
+	if len(files) == 0 {
+		if dir, err := os.UserConfigDir(); err == nil {
+			files = append(files, filepath.Join(dir, "git", "attributes"))
+		}
+	}
+	for _, f := range files {
+		if b, err := readSmall(f); err == nil && bytes.Contains(b, []byte(needle)) {
+			return true, nil
+		}
+	}
+	if !isObjectID(commit) { // git grep (2.39) takes no --end-of-options before a revision
+		return false, fmt.Errorf("%w %q: not an object id", ErrBadRef, commit)
+	}
+	_, err := g.run(ctx, runOpts{repo: &src}, "grep", "-q", "--no-textconv", "-F", "-e", needle, commit, "--",
+		":(glob)**/.gitattributes")
+	if exitCode(err, 1) {
+		return false, nil
+	}
+	return err == nil, err
+}
