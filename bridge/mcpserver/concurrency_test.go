@@ -186,22 +186,7 @@ func TestApplyOnOneCheckoutOneAtATime(t *testing.T) {
 	if n := len(e.records()); n != 3 {
 		t.Fatalf("got %d CLI runs while the first apply held the checkout, want 3 (the second apply must wait)", n)
 	}
-	if err := os.WriteFile(release, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		b    *background
-		want string
-	}{{first, "a.txt"}, {second, "b.txt"}} {
-		sc := c.b.wait(t)
-		if sc["ok"] != true {
-			t.Fatalf("apply failed: %v", sc["message"])
-		}
-		files := mcpsession.ChangedFiles(sc)
-		if len(files) != 1 || files[c.want] == "" {
-			t.Errorf("diff of the run that wrote %s holds %v, want only its own file", c.want, files)
-		}
-	}
+	releaseAndWantDisjointDiffs(t, release, first, second)
 }
 
 // TestMaxConcurrentBoundsRuns: with --max-concurrent 2, five calls at once never run more than two
@@ -301,6 +286,13 @@ func TestApplyOnOneCheckoutAcrossServers(t *testing.T) {
 	if n := len(a.records()); n != 1 {
 		t.Fatalf("got %d CLI runs while the other server's apply held the checkout, want 1", n)
 	}
+	releaseAndWantDisjointDiffs(t, release, first, second)
+}
+
+// releaseAndWantDisjointDiffs lets the held first apply (it wrote a.txt) go on and checks that it and
+// the queued second one (b.txt) each report exactly their own file.
+func releaseAndWantDisjointDiffs(t *testing.T, release string, first, second *background) {
+	t.Helper()
 	if err := os.WriteFile(release, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
