@@ -16,9 +16,16 @@ import (
 const maxCopyFile = 1 << 20
 
 // copiedSiblings are the files beside providers.json a container gets: settings without secrets
-// the CLI reads. Everything else there (cline_mcp_settings.json, which holds MCP servers' keys
-// and headers, databases, locks, logs) stays on the host.
-var copiedSiblings = []string{"global-settings.json"}
+// the CLI reads — global settings, and models.json (custom providers' model catalogs, which the
+// CLI reads from the directory of its providers.json). Everything else there
+// (cline_mcp_settings.json, which holds MCP servers' keys and headers, databases, locks, logs)
+// stays on the host.
+var copiedSiblings = []string{"global-settings.json", "models.json"}
+
+// credentialHome names providers whose credentials live in another provider's block: cline-pass
+// signs in through cline's account (seen on the real CLI 3.0.65), so a container that may use
+// cline-pass gets both blocks.
+var credentialHome = map[string]string{"cline-pass": "cline"}
 
 // hostSiblings are the files beside providers.json a host override run gets in its copy: the CLI
 // reads models.json (custom providers' model catalogs) from the directory of the providers.json it
@@ -158,8 +165,13 @@ func (s *Store) fillCopy(c *Copy, ov Override) error {
 	return nil
 }
 
-// leastPrivilege is doc with only the copiedTopLevel keys and the target's provider block.
+// leastPrivilege is doc with only the copiedTopLevel keys and the blocks of the target provider
+// and of the provider that holds its credentials (credentialHome), in the host file's order.
 func leastPrivilege(doc *object, target string) *object {
+	keep := []string{target}
+	if home, ok := credentialHome[target]; ok {
+		keep = append(keep, home)
+	}
 	out := newObject()
 	for _, k := range doc.keys {
 		switch {
@@ -168,8 +180,10 @@ func leastPrivilege(doc *object, target string) *object {
 		case k == "providers":
 			ps := newObject()
 			if all := doc.getObject("providers"); all != nil {
-				if block, ok := all.get(target); ok {
-					ps.set(target, clone(block))
+				for _, id := range all.keys {
+					if slices.Contains(keep, id) {
+						ps.set(id, clone(all.vals[id]))
+					}
 				}
 			}
 			out.set(k, ps)

@@ -18,6 +18,7 @@ func TestPrivateCopy(t *testing.T) {
 	writeReal(t, s.Path, testdata(t, "o_provider_override.before.json"), 0o644)
 	files := map[string]string{
 		"global-settings.json":         `{"toolAutoApprove":false}`,
+		"models.json":                  `{"openai-compatible":{"models":["fake-model"]}}`,
 		"cline_mcp_settings.json":      `{"mcpServers":{"x":{"env":{"TOKEN":"mcp-secret"}}}}`,
 		"cache.db":                     "x",
 		"state.sqlite-wal":             "x",
@@ -99,7 +100,7 @@ func TestPrivateCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 		slices.Sort(got)
-		want := []string{".", "settings", "settings/global-settings.json", "settings/providers.json"}
+		want := []string{".", "settings", "settings/global-settings.json", "settings/models.json", "settings/providers.json"}
 		if !slices.Equal(got, want) {
 			t.Errorf("got copied %v, want %v", got, want)
 		}
@@ -130,6 +131,31 @@ func TestPrivateCopy(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Errorf("second Close: got %v, want nil", err)
 		}
+	}
+}
+
+// A container that may use cline-pass also gets cline's block, where its credentials live, and
+// still no other provider's.
+func TestPrivateCopyCredentialHome(t *testing.T) {
+	s := realStore(t)
+	writeReal(t, s.Path, []byte(`{"version":1,"lastUsedProvider":"cline-pass","providers":{`+
+		`"openai-native":{"settings":{"provider":"openai-native","apiKey":"sk-other-key"}},`+
+		`"cline":{"settings":{"provider":"cline","auth":{"accessToken":"at","refreshToken":"rt"}}},`+
+		`"cline-pass":{"settings":{"provider":"cline-pass","model":"m"}}}}`), 0o600)
+	c, err := s.PrivateCopy("", Override{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	doc, err := parseObject(readReal(t, c.SettingsPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := doc.getObject("providers"); ps == nil || !slices.Equal(ps.keys, []string{"cline", "cline-pass"}) {
+		t.Errorf("copied providers: got %v, want cline and cline-pass only", ps)
+	}
+	if strings.Contains(string(readReal(t, c.SettingsPath)), "sk-other-key") {
+		t.Error("the copy holds another provider's key")
 	}
 }
 
