@@ -29,6 +29,12 @@ func TestAnalysisWorkspaceHooks(t *testing.T) {
 	if n := len(e.records()); n != 0 {
 		t.Errorf("host: the CLI ran %d time(s), want never", n)
 	}
+	// From a subdirectory of the repository the CLI still finds the hooks at its top.
+	gitInit(t, e.work, map[string]string{"src/main.go": "package main\n"})
+	_, sc = e.call("ask_cline", map[string]any{"prompt": "Reply with PONG", "cwd": filepath.Join(e.work, "src")})
+	if sc["kind"] != "launch_failed" || len(e.records()) != 0 {
+		t.Errorf("host, cwd in a subdirectory: got %v %q, want launch_failed without running the CLI", sc["kind"], sc["message"])
+	}
 	sc, _ = dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
 	wantDockerOK(t, sc)
 	if ws := strings.Join(strs(sc["warnings"]), "\n"); !strings.Contains(ws, "ran inside the container") || !strings.Contains(ws, hook[:len(hook)-len("/TaskStart")]) {

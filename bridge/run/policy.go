@@ -40,7 +40,7 @@ var errWorkspaceCode = errors.New("the workspace configures Cline hooks or plugi
 // hostPolicy writes the policy files of a host analysis attempt into a fresh directory under the
 // call's private dir and returns the environment that points the CLI at them.
 func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error) {
-	root := k.workspaceRoot(ctx)
+	root := k.workspaceRoot()
 	if found := existingCode(root, cline.WorkspaceCodeDirs); len(found) > 0 {
 		return nil, fmt.Errorf("%w in %s, which the Cline CLI would run on this machine during the analysis, and the CLI cannot switch them off: %s; run the call with \"isolation\": \"docker\" (they then run inside the container) or remove them",
 			errWorkspaceCode, root, strings.Join(found, ", "))
@@ -92,7 +92,7 @@ func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error)
 // HOME is an empty tmpfs, so its Cline directory holds no hooks or plugins of the user; the
 // repository's own run inside the container, which a warning says (a plugin's tools are offered).
 func (k *call) dockerPolicy(ctx context.Context, settingsDir string) (map[string]string, error) {
-	if found := existingCode(k.workspaceRoot(ctx), cline.WorkspaceCodeDirs); len(found) > 0 && !k.userCodeWarned {
+	if found := existingCode(k.workspaceRoot(), cline.WorkspaceCodeDirs); len(found) > 0 && !k.userCodeWarned {
 		k.userCodeWarned = true
 		k.warnings = append(k.warnings, fmt.Sprintf("the repository's Cline hooks or plugins (%s) ran inside the container: the CLI cannot switch them off, and a plugin's tools are offered beside the analysis allow-list", strings.Join(found, ", ")))
 	}
@@ -109,14 +109,28 @@ func (k *call) dockerPolicy(ctx context.Context, settingsDir string) (map[string
 
 // workspaceRoot is where the CLI looks for the workspace's hooks and plugins: the git top level
 // of the run's directory (as recorded before the run), else the directory itself.
-func (k *call) workspaceRoot(ctx context.Context) string {
+func (k *call) workspaceRoot() string {
 	if k.repo != nil {
 		return k.repo.Top
 	}
-	if r, err := k.r.cfg.Git.Open(ctx, k.dir); err == nil {
-		return r.Top
+	return gitTop(k.dir)
+}
+
+// gitTop is the nearest of dir and its parents that holds a .git entry (a directory, or the file
+// of a linked worktree), else dir: where the CLI looks for a workspace's hooks and plugins. A few
+// Lstat calls instead of running git (which costs milliseconds per call); only a lookup, nothing
+// in the repository is read or trusted.
+func gitTop(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
 	}
-	return k.dir
 }
 
 // existingCode lists the directories of dirs (relative to root, or absolute with root "") that
