@@ -229,3 +229,11 @@ func IsLaunchError(err error) bool {
 	var le *LaunchError
 	return errors.As(err, &le)
 }
+
+// OrDefault is d, or def when d is not set (zero or negative): how executors read a Spec's graces.
+func OrDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

@@ -3,6 +3,7 @@ package cline
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -132,7 +133,7 @@ func truncationNote(dropped int) string {
 
 // stripANSI removes CSI and OSC escape sequences (colours, cursor moves) from s.
 func stripANSI(s string) string {
-	if !containsByte(s, 0x1b) {
+	if strings.IndexByte(s, 0x1b) < 0 {
 		return s
 	}
 	var b []byte
@@ -166,13 +167,4 @@ func stripANSI(s string) string {
 		}
 	}
 	return string(b)
-}
-
-func containsByte(s string, c byte) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return true
-		}
-	}
-	return false
 }

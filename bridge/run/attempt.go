@@ -115,8 +115,8 @@ func (k *call) finish(a attempt) Result {
 		res.Text = v.Text
 		res.Model = v.Model
 		if v.Usage != nil {
-			res.Usage = &Usage{InputTokens: v.Usage.InputTokens, OutputTokens: v.Usage.OutputTokens,
-				CacheReadTokens: v.Usage.CacheReadTokens, CacheWriteTokens: v.Usage.CacheWriteTokens, TotalCost: v.Usage.TotalCost}
+			u := *v.Usage
+			res.Usage = &u
 		}
 		return res
 	}

@@ -3,7 +3,6 @@ package run
 import (
 	"container/list"
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 )
@@ -169,15 +168,5 @@ func checkoutKey(dir string) string {
 	if r, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = r
 	}
-	dir = filepath.Clean(dir)
-	for d := dir; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return dir
-		}
-		d = parent
-	}
+	return gitTop(filepath.Clean(dir))
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -33,14 +34,8 @@ type Call struct {
 // Override reports whether the call changes Cline's provider or model.
 func (c Call) Override() bool { return c.Provider != "" || c.Model != "" }
 
-// Usage is the token usage Cline reported for the run.
-type Usage struct {
-	InputTokens      int64   `json:"inputTokens"`
-	OutputTokens     int64   `json:"outputTokens"`
-	CacheReadTokens  int64   `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int64   `json:"cacheWriteTokens,omitempty"`
-	TotalCost        float64 `json:"totalCost"`
-}
+// Usage is the token usage Cline reported for the run, as the parser read it.
+type Usage = cline.Usage
 
 // ChangedFile is one path the run changed in the checkout.
 type ChangedFile struct {

@@ -165,7 +165,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	code, werr := w.wait(ctx.Done())
 	if errors.Is(werr, errCtxDone) {
 		stopped = true
-		e.stop(ctx, id, orDefault(spec.StopGrace, sandbox.DefaultStopGrace))
+		e.stop(ctx, id, sandbox.OrDefault(spec.StopGrace, sandbox.DefaultStopGrace))
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitWait)
 		code, werr = w.wait(tctx.Done())
 		cancel()
@@ -180,7 +180,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	}
 
 	cut := false
-	settle := time.NewTimer(orDefault(spec.SettleGrace, sandbox.DefaultSettleGrace))
+	settle := time.NewTimer(sandbox.OrDefault(spec.SettleGrace, sandbox.DefaultSettleGrace))
 	select {
 	case <-streamsDone:
 	case <-settle.C:
@@ -361,11 +361,4 @@ func newRunID() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }

@@ -71,8 +71,8 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if err != nil {
 		return sandbox.Exit{}, err
 	}
-	stopGrace := orDefault(spec.StopGrace, sandbox.DefaultStopGrace)
-	settleGrace := orDefault(spec.SettleGrace, sandbox.DefaultSettleGrace)
+	stopGrace := sandbox.OrDefault(spec.StopGrace, sandbox.DefaultStopGrace)
+	settleGrace := sandbox.OrDefault(spec.SettleGrace, sandbox.DefaultSettleGrace)
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -200,13 +200,6 @@ func waitOrStop(ctx context.Context, g group, exited <-chan struct{}, stopGrace 
 		<-exited
 	}
 	return true
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 func closeAll(fs ...*os.File) {
