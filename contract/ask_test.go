@@ -18,8 +18,8 @@ import (
 func TestAskClineText(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "PONG" {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "PONG" {
 		t.Errorf("got text %q, want PONG", got)
 	}
 	if got := mcpsession.Text(res); got != "PONG" {
@@ -29,10 +29,10 @@ func TestAskClineText(t *testing.T) {
 	if sc["exitCode"] != float64(0) {
 		t.Errorf("got exitCode %v, want 0", sc["exitCode"])
 	}
-	if got := str(sc, "model"); got != "fake-model" {
+	if got := mcpsession.Str(sc, "model"); got != "fake-model" {
 		t.Errorf("got model %q, want fake-model", got)
 	}
-	if u, _ := sc["usage"].(map[string]any); num(u, "inputTokens") != 1234 || num(u, "outputTokens") != 56 {
+	if u, _ := sc["usage"].(map[string]any); mcpsession.Num(u, "inputTokens") != 1234 || mcpsession.Num(u, "outputTokens") != 56 {
 		t.Errorf("got usage %v, want the provider's 1234/56", sc["usage"])
 	}
 
@@ -66,7 +66,7 @@ func TestPromptShapes(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")))
 	for i, p := range []string{"PONG", "-PONG"} {
 		res, sc := w.call("ask_cline", map[string]any{"prompt": p})
-		wantOK(t, res, sc)
+		mcpsession.WantOK(t, res, sc)
 		c := w.chats(i + 1)
 		msgs := c[i].Messages()
 		if got := strings.TrimSpace(msgs[len(msgs)-1][1]); got != p {
@@ -82,8 +82,8 @@ func TestThinkingAndSystemPrompt(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(step))
 	const sys = "You are a terse oracle. Answer in one word."
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "thinking": "high", "systemPrompt": sys})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "PONG" {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "PONG" {
 		t.Errorf("got text %q, want PONG (reasoning must not be part of the answer)", got)
 	}
 	r := w.chats(1)[0]
@@ -95,7 +95,7 @@ func TestThinkingAndSystemPrompt(t *testing.T) {
 	}
 
 	res, sc = w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "thinking": "low"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	r = w.chats(2)[1]
 	if got := r.Body["reasoning_effort"]; got != "low" {
 		t.Errorf("got reasoning_effort %v, want low", got)
@@ -129,8 +129,8 @@ func TestProviderModelOverride(t *testing.T) {
 		return m
 	}))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "provider": "openai-compatible", "model": "fake-model-2"})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "PONG from fake-model-2" {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "PONG from fake-model-2" {
 		t.Errorf("got text %q", got)
 	}
 	r := w.chats(1)[0]

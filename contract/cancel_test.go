@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // TestCancelKillsRealCLI: notifications/cancelled while the real CLI waits for the model ends the
@@ -35,7 +36,7 @@ func TestCancelKillsRealCLI(t *testing.T) {
 	}
 	// No response for the cancelled request (MCP: the receiver SHOULD NOT respond); the server's
 	// log records the outcome.
-	if !eventually(10*time.Second, func() bool {
+	if !mcpsession.Eventually(10*time.Second, func() bool {
 		return strings.Contains(w.sess.Stderr(), "kind=cancelled") && strings.Contains(w.sess.Stderr(), "response withheld")
 	}) {
 		t.Errorf("the server log does not record the cancelled call and its withheld response")
@@ -47,7 +48,7 @@ func TestCancelKillsRealCLI(t *testing.T) {
 	// The server is still serving.
 	w.prov.SetResponder(fakeprovider.Script(fakeprovider.Text("PONG")))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 }
 
 // callUntilModel starts an ask_cline call and returns once the provider got its n-th chat

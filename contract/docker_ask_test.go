@@ -4,10 +4,12 @@ package contract
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // TestDockerAskTextReadCommand: in the real image, ask_cline answers a plain prompt, then reads a
@@ -17,11 +19,11 @@ import (
 func TestDockerAskTextReadCommand(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")), inDocker())
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "PONG" {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "PONG" {
 		t.Errorf("got text %q, want PONG", got)
 	}
-	if iso := str(sc, "isolation"); iso != "docker" {
+	if iso := mcpsession.Str(sc, "isolation"); iso != "docker" {
 		t.Errorf("got isolation %q, want docker", iso)
 	}
 	r := w.chats(1)[0]
@@ -43,15 +45,15 @@ func TestDockerAskTextReadCommand(t *testing.T) {
 		textTurn("README says hello; the last commit is init."),
 	))
 	res, sc = w.call("ask_cline", map[string]any{"prompt": "What does README.md say, and what is the last commit?"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	chats := w.chats(3)[1:] // after the PONG call's request
-	if tools := chats[0].ToolNames(); !contains(tools, "run_commands") || contains(tools, "editor") {
+	if tools := chats[0].ToolNames(); !slices.Contains(tools, "run_commands") || slices.Contains(tools, "editor") {
 		t.Errorf("docker ask_cline offers %v, want run_commands without editor", tools)
 	}
 	results := strings.Join(flat(chats[1].Messages()), "\n")
 	for _, want := range []string{"1 | hello", "init", "Read-only file system"} {
 		if !strings.Contains(results, want) {
-			t.Errorf("the tool results the model got lack %q:\n%s", want, tail(results, 3000))
+			t.Errorf("the tool results the model got lack %q:\n%s", want, mcpsession.Tail(results, 3000))
 		}
 	}
 	if warns := withoutOpenEgress(sc["warnings"]); len(warns) > 0 {
@@ -80,7 +82,7 @@ func withoutOpenEgress(ws any) []any {
 // (/bin/sh: 1: hostname: not found, posix_spawn ENOENT, ...).
 func wantCleanStderr(t *testing.T, sc map[string]any) {
 	t.Helper()
-	tail := str(sc, "stderrTail")
+	tail := mcpsession.Str(sc, "stderrTail")
 	for _, bad := range []string{"not found", "ENOENT", "No such file"} {
 		if strings.Contains(tail, bad) {
 			t.Errorf("the CLI's stderr in the image says %q:\n%s", bad, tail)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // TestDockerWorkspace: ask_cline_workspace in the real image answers from HEAD (not the dirty
@@ -29,7 +30,7 @@ func TestDockerWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, sc := w.call("ask_cline_workspace", map[string]any{"prompt": "What does README.md say?"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	chats := w.chats(2)
 	wt := chats[0].WorkingDirectory()
 	if wt == "" || wt == w.work || strings.HasPrefix(wt, w.work+string(filepath.Separator)) {
@@ -37,7 +38,7 @@ func TestDockerWorkspace(t *testing.T) {
 	}
 	read := strings.Join(flat(chats[1].Messages()), "\n")
 	if !strings.Contains(read, "1 | hello") || strings.Contains(read, "uncommitted edit") {
-		t.Errorf("the model read %q; want HEAD's README.md (hello), not the dirty file", tail(read, 2000))
+		t.Errorf("the model read %q; want HEAD's README.md (hello), not the dirty file", mcpsession.Tail(read, 2000))
 	}
 	rep, _ := sc["worktree"].(map[string]any)
 	if rep["removed"] != true {
@@ -71,15 +72,15 @@ func TestDockerApplyEdit(t *testing.T) {
 	), inDocker())
 	head := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD"))
 	res, sc := w.call("apply_cline_edits", map[string]any{"prompt": "Create hello.txt, update README.md and commit"})
-	wantOK(t, res, sc)
-	diff := str(sc, "diff")
+	mcpsession.WantOK(t, res, sc)
+	diff := mcpsession.Str(sc, "diff")
 	for _, want := range []string{"+Hello from the fake model", "-hello", "+hello world"} {
 		if !strings.Contains(diff, want) {
 			t.Errorf("diff lacks %q:\n%s", want, diff)
 		}
 	}
-	if str(sc, "headBefore") != head || str(sc, "headAfter") != head {
-		t.Errorf("got heads %s..%s, want %s unchanged", str(sc, "headBefore"), str(sc, "headAfter"), head)
+	if mcpsession.Str(sc, "headBefore") != head || mcpsession.Str(sc, "headAfter") != head {
+		t.Errorf("got heads %s..%s, want %s unchanged", mcpsession.Str(sc, "headBefore"), mcpsession.Str(sc, "headAfter"), head)
 	}
 	if got := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD")); got != head {
 		t.Errorf("HEAD moved to %s", got)
@@ -92,7 +93,7 @@ func TestDockerApplyEdit(t *testing.T) {
 	}
 	commit := strings.Join(flat(w.chats(3)[2].Messages()), "\n")
 	if !strings.Contains(commit, "Read-only file system") {
-		t.Errorf("the git commit's result does not show the read-only .git:\n%s", tail(commit, 2000))
+		t.Errorf("the git commit's result does not show the read-only .git:\n%s", mcpsession.Tail(commit, 2000))
 	}
 	wantCleanStderr(t, sc)
 }
@@ -106,7 +107,7 @@ func TestDockerOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "provider": "openai-compatible", "model": "fake-model-2"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if got := w.chats(1)[0].Body["model"]; got != "fake-model-2" {
 		t.Errorf("the request used model %v, want the override fake-model-2", got)
 	}
@@ -125,7 +126,7 @@ func TestDockerTimeoutAndCancel(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Hang()), inDocker())
 	pid := w.sess.Cmd.Process.Pid
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "timeoutSeconds": 6})
-	wantKind(t, res, sc, "timeout")
+	mcpsession.WantKind(t, res, sc, "timeout")
 	wantAttempts(t, sc, 2)
 	if left := containersGone(pid, 3*time.Second); len(left) > 0 {
 		t.Errorf("3 s after the timeout result these containers remain: %v", left)
@@ -175,7 +176,7 @@ func TestDockerConcurrent(t *testing.T) {
 				return
 			}
 			sc, _ := res.StructuredContent.(map[string]any)
-			got[n] = fmt.Sprintf("%v %s %s", sc["ok"], str(sc, "text"), str(sc, "message"))
+			got[n] = fmt.Sprintf("%v %s %s", sc["ok"], mcpsession.Str(sc, "text"), mcpsession.Str(sc, "message"))
 		}()
 	}
 	wg.Wait()
@@ -192,12 +193,12 @@ func TestDockerConcurrent(t *testing.T) {
 func TestDockerWrongCLIPath(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")), inDocker(), serverArgs("--docker-cline", "/usr/local/bin/clinee"))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
-	wantKind(t, res, sc, "launch_failed")
+	mcpsession.WantKind(t, res, sc, "launch_failed")
 	wantAttempts(t, sc, 1)
 	if sc["retryable"] != false {
 		t.Errorf("got retryable %v, want false", sc["retryable"])
 	}
-	if msg := str(sc, "message"); !strings.Contains(msg, "--docker-cline") || !strings.Contains(msg, "/usr/local/bin/clinee") {
+	if msg := mcpsession.Str(sc, "message"); !strings.Contains(msg, "--docker-cline") || !strings.Contains(msg, "/usr/local/bin/clinee") {
 		t.Errorf("message %q does not name the path and the flag to fix it", msg)
 	}
 	w.chats(0)
@@ -212,14 +213,14 @@ func TestDockerNetworkNone(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")), inDocker(), serverArgs("--docker-network", "none"))
 	start := time.Now()
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "timeoutSeconds": 100})
-	wantKind(t, res, sc, "non_zero_exit")
+	mcpsession.WantKind(t, res, sc, "non_zero_exit")
 	wantAttempts(t, sc, 1)
-	if msg := str(sc, "message"); !strings.Contains(msg, "could not be reached") || !strings.Contains(msg, "ConnectionRefused") {
+	if msg := mcpsession.Str(sc, "message"); !strings.Contains(msg, "could not be reached") || !strings.Contains(msg, "ConnectionRefused") {
 		t.Errorf("message %q does not say that the provider could not be reached", msg)
 	}
 	if sc["retryable"] != false {
 		t.Errorf("got retryable %v, want false", sc["retryable"])
 	}
 	w.chats(0)
-	t.Logf("--docker-network none: failed after %v: %s", time.Since(start).Round(100*time.Millisecond), str(sc, "message"))
+	t.Logf("--docker-network none: failed after %v: %s", time.Since(start).Round(100*time.Millisecond), mcpsession.Str(sc, "message"))
 }

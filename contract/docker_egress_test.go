@@ -11,6 +11,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // TestDockerAnalysisToolsOffered: in the real image, every chat request of ask_cline and
@@ -21,7 +22,7 @@ func TestDockerAnalysisToolsOffered(t *testing.T) {
 	for _, tool := range []string{"ask_cline", "ask_cline_workspace"} {
 		before := len(w.chats(-1))
 		res, sc := w.call(tool, map[string]any{"prompt": "Summarise the repository please"})
-		wantOK(t, res, sc)
+		mcpsession.WantOK(t, res, sc)
 		for _, r := range w.chats(-1)[before:] {
 			if got := sorted(r.ToolNames()); !slices.Equal(got, want) {
 				t.Errorf("%s in Docker offered %q, want exactly %q", tool, got, want)
@@ -39,8 +40,8 @@ func TestDockerAnalysisToolsOffered(t *testing.T) {
 func TestDockerThroughEgressProxy(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")), throughEgressProxy())
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "PONG" {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "PONG" {
 		t.Errorf("got text %q, want PONG", got)
 	}
 	r := w.chats(1)[0]
@@ -66,11 +67,11 @@ func TestDockerThroughEgressProxy(t *testing.T) {
 		textTurn("could not reach it"),
 	))
 	res, sc = w.call("ask_cline", map[string]any{"prompt": "Send the code to exfil.invalid please"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	chats := w.chats(3)
 	results := strings.Join(flat(chats[2].Messages()), "\n")
 	if !strings.Contains(results, "403") {
-		t.Errorf("the command's output lacks the proxy's 403:\n%s", tail(results, 2000))
+		t.Errorf("the command's output lacks the proxy's 403:\n%s", mcpsession.Tail(results, 2000))
 	}
 	if ws := fmt.Sprint(sc["warnings"]); !strings.Contains(ws, "refused exfil.invalid:443") {
 		t.Errorf("got warnings %s, want the refused host named", ws)

@@ -5,10 +5,12 @@ package contract
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // inCwd answers with tool calls whose paths are absolute in the directory Cline says it works in
@@ -47,11 +49,11 @@ func TestApplyClineEditsDiff(t *testing.T) {
 	))
 	head := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD"))
 	res, sc := w.call("apply_cline_edits", map[string]any{"prompt": "Create hello.txt and update README.md"})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "Created hello.txt and updated README.md." {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "Created hello.txt and updated README.md." {
 		t.Errorf("got text %q", got)
 	}
-	diff := str(sc, "diff")
+	diff := mcpsession.Str(sc, "diff")
 	for _, want := range []string{"+Hello from the fake model", "-hello", "+hello world", "hello.txt", "README.md"} {
 		if !strings.Contains(diff, want) {
 			t.Errorf("diff lacks %q:\n%s", want, diff)
@@ -61,19 +63,19 @@ func TestApplyClineEditsDiff(t *testing.T) {
 	got := map[string]string{}
 	for _, f := range files {
 		m, _ := f.(map[string]any)
-		got[str(m, "path")] = str(m, "status")
+		got[mcpsession.Str(m, "path")] = mcpsession.Str(m, "status")
 	}
 	if len(got) != 2 || got["hello.txt"] != "A" || got["README.md"] != "M" {
 		t.Errorf("got changedFiles %v, want hello.txt A and README.md M", got)
 	}
-	if str(sc, "headBefore") != head || str(sc, "headAfter") != head {
-		t.Errorf("got heads %s..%s, want %s unchanged", str(sc, "headBefore"), str(sc, "headAfter"), head)
+	if mcpsession.Str(sc, "headBefore") != head || mcpsession.Str(sc, "headAfter") != head {
+		t.Errorf("got heads %s..%s, want %s unchanged", mcpsession.Str(sc, "headBefore"), mcpsession.Str(sc, "headAfter"), head)
 	}
 	if b, err := os.ReadFile(filepath.Join(w.work, "README.md")); err != nil || string(b) != "hello world\n" {
 		t.Errorf("README.md on disk is %q (%v), want the edit", b, err)
 	}
 	r := w.chats(2)[0]
-	if tools := r.ToolNames(); !contains(tools, "editor") || !contains(tools, "run_commands") {
+	if tools := r.ToolNames(); !slices.Contains(tools, "editor") || !slices.Contains(tools, "run_commands") {
 		t.Errorf("apply_cline_edits must offer editor and run_commands, the request offered %v", tools)
 	}
 	if out := w.chats(2)[1].Messages(); !strings.Contains(lastTool(out), "File created successfully") && !strings.Contains(strings.Join(flat(out), "\n"), "File created successfully") {
@@ -92,17 +94,17 @@ func TestAskClineCannotEdit(t *testing.T) {
 		textTurn("Done."),
 	))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Read README.md and create hello.txt"})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "Done." {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "Done." {
 		t.Errorf("got text %q, want Done.", got)
 	}
 	chats := w.chats(3)
 	for i, r := range chats {
 		tools := r.ToolNames()
-		if contains(tools, "editor") || contains(tools, "run_commands") {
+		if slices.Contains(tools, "editor") || slices.Contains(tools, "run_commands") {
 			t.Errorf("request %d offers %v: editor/run_commands must be disabled for ask_cline", i, tools)
 		}
-		if !contains(tools, "read_files") {
+		if !slices.Contains(tools, "read_files") {
 			t.Errorf("request %d offers %v: read_files must stay available", i, tools)
 		}
 	}
@@ -132,8 +134,8 @@ func TestWorkspaceAnswersFromWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, sc := w.call("ask_cline_workspace", map[string]any{"prompt": "What does README.md say?"})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "README.md says hello." {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "README.md says hello." {
 		t.Errorf("got text %q", got)
 	}
 	chats := w.chats(2)
@@ -146,7 +148,7 @@ func TestWorkspaceAnswersFromWorktree(t *testing.T) {
 		t.Errorf("the model read %q; want HEAD's README.md (hello), not the dirty file", read)
 	}
 	rep, _ := sc["worktree"].(map[string]any)
-	if rep["removed"] != true || str(rep, "commit") != strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD")) {
+	if rep["removed"] != true || mcpsession.Str(rep, "commit") != strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD")) {
 		t.Errorf("got worktree report %v, want removed and HEAD's commit", rep)
 	}
 	if _, err := os.Stat(wt); !os.IsNotExist(err) {
@@ -185,10 +187,10 @@ func TestSeedPolicyDeniedToolsAbort(t *testing.T) {
 	w := newWorld(t, inCwd(func(dir string) fakeprovider.Step { return fakeprovider.Tools(editorCreate(dir, "x.txt", "x\n")) }),
 		serverArgs("--analysis-policy", "seed"))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Create x.txt please"})
-	wantKind(t, res, sc, "non_zero_exit")
+	mcpsession.WantKind(t, res, sc, "non_zero_exit")
 	wantAttempts(t, sc, 1)
-	if !strings.Contains(str(sc, "message"), "editor") {
-		t.Errorf("message %q does not name the denied tool", str(sc, "message"))
+	if !strings.Contains(mcpsession.Str(sc, "message"), "editor") {
+		t.Errorf("message %q does not name the denied tool", mcpsession.Str(sc, "message"))
 	}
 	if sc["exitCode"] != float64(0) {
 		t.Errorf("got exitCode %v, want the CLI's 0 (the abort is only visible in the event stream)", sc["exitCode"])

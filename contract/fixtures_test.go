@@ -21,6 +21,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // fixture is one recorded scenario that cmd/fake-cline reproduces, and how to make the real CLI
@@ -101,7 +102,7 @@ func TestFakeCLIMatchesRealCLI(t *testing.T) {
 				t.Errorf("exit code: real %d, fake %d", real.exit, fake.exit)
 			}
 			if d := diffShapes(real.shapes, fake.shapes); d != "" {
-				t.Errorf("stdout shapes differ (real vs fake):\n%s\nreal stdout:\n%s", d, tail(real.stdout, 6000))
+				t.Errorf("stdout shapes differ (real vs fake):\n%s\nreal stdout:\n%s", d, mcpsession.Tail(real.stdout, 6000))
 			}
 			if r, fk := strings.Join(real.stderrJSON, ","), strings.Join(fake.stderrJSON, ","); r != fk {
 				t.Errorf("JSON stderr lines: real [%s], fake [%s]", r, fk)
@@ -179,11 +180,11 @@ func runDirect(t *testing.T, bin string, f fixture, real bool) direct {
 		t.Fatalf("run %s: %v", bin, err)
 	}
 	if real && len(prov.Chats()) == 0 {
-		t.Fatalf("the real CLI never called the provider; stderr:\n%s", tail(stderr.String(), 3000))
+		t.Fatalf("the real CLI never called the provider; stderr:\n%s", mcpsession.Tail(stderr.String(), 3000))
 	}
 	d.shapes, err = shapes([]byte(d.stdout))
 	if err != nil {
-		t.Fatalf("%s stdout: %v\n%s", bin, err, tail(stdout.String(), 3000))
+		t.Fatalf("%s stdout: %v\n%s", bin, err, mcpsession.Tail(stdout.String(), 3000))
 	}
 	sc := bufio.NewScanner(&stderr)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)

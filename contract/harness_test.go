@@ -183,7 +183,7 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 			t.Errorf("server wrote %d non-JSON-RPC line(s) to stdout, first: %q", len(bad), bad[0])
 		}
 		if t.Failed() {
-			t.Logf("server stderr:\n%s", tail(w.sess.Stderr(), 20000))
+			t.Logf("server stderr:\n%s", mcpsession.Tail(w.sess.Stderr(), 20000))
 			for _, r := range w.prov.Requests() {
 				t.Logf("provider saw %s %s (chat #%d) %d bytes", r.Method, r.Path, r.Index, len(r.Raw))
 			}
@@ -290,18 +290,6 @@ func eventuallyNone(d time.Duration, list func() []int) []int {
 	}
 }
 
-// eventually polls cond until it holds or d passed.
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
-}
-
 func gitInit(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	git(t, dir, "init", "-q", "-b", "main")
@@ -331,45 +319,9 @@ func git(t *testing.T, dir string, args ...string) string {
 	return string(b)
 }
 
-func str(m map[string]any, k string) string {
-	s, _ := m[k].(string)
-	return s
-}
-
-func num(m map[string]any, k string) float64 {
-	f, _ := m[k].(float64)
-	return f
-}
-
-func wantOK(t *testing.T, res *mcp.CallToolResult, sc map[string]any) {
-	t.Helper()
-	if res.IsError || sc["ok"] != true {
-		t.Fatalf("got failure %s: %s\nstderrTail: %s", str(sc, "kind"), str(sc, "message"), str(sc, "stderrTail"))
-	}
-}
-
-func wantKind(t *testing.T, res *mcp.CallToolResult, sc map[string]any, kind string) {
-	t.Helper()
-	if !res.IsError || sc["ok"] != false {
-		t.Fatalf("got ok result %v, want kind %s", sc, kind)
-	}
-	if got := str(sc, "kind"); got != kind {
-		t.Fatalf("got kind %q (message %q), want %q", got, str(sc, "message"), kind)
-	}
-}
-
 func wantAttempts(t *testing.T, sc map[string]any, n int) {
 	t.Helper()
-	if got := int(num(sc, "attempts")); got != n {
+	if got := int(mcpsession.Num(sc, "attempts")); got != n {
 		t.Errorf("got attempts %d, want %d", got, n)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -64,10 +64,3 @@ func platformBinary(ctx context.Context, prefix string) (string, error) {
 	}
 	return bin, nil
 }
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
-}

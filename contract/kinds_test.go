@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // noWait makes the CLI's own retries immediate: it honours retry-after / retry-after-ms when
@@ -58,14 +59,14 @@ func TestProviderFailures(t *testing.T) {
 			res, sc := w.call("ask_cline", args)
 			took := time.Since(start)
 			if c.ok {
-				wantOK(t, res, sc)
-				if !strings.Contains(str(sc, "text"), c.message) {
-					t.Errorf("got text %q, want %q in it", str(sc, "text"), c.message)
+				mcpsession.WantOK(t, res, sc)
+				if !strings.Contains(mcpsession.Str(sc, "text"), c.message) {
+					t.Errorf("got text %q, want %q in it", mcpsession.Str(sc, "text"), c.message)
 				}
 			} else {
-				wantKind(t, res, sc, c.kind)
-				if !strings.Contains(str(sc, "message"), c.message) {
-					t.Errorf("got message %q, want %q in it", str(sc, "message"), c.message)
+				mcpsession.WantKind(t, res, sc, c.kind)
+				if !strings.Contains(mcpsession.Str(sc, "message"), c.message) {
+					t.Errorf("got message %q, want %q in it", mcpsession.Str(sc, "message"), c.message)
 				}
 				wantRetryable := c.kind != "non_zero_exit"
 				if sc["retryable"] != wantRetryable {

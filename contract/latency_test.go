@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // envBench is the number of calls per isolation TestLatencyDockerVsHost makes; unset skips it.
@@ -30,7 +31,7 @@ func TestLatencyDockerVsHost(t *testing.T) {
 		start := time.Now()
 		res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
 		d := time.Since(start)
-		wantOK(t, res, sc)
+		mcpsession.WantOK(t, res, sc)
 		return d
 	}
 	// One warm-up each: the first container start and the first CLI start pay for cold caches.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // userExtensions gives the world's user what many Cline users have: an MCP server with a write
@@ -95,7 +96,7 @@ func TestAnalysisToolsOffered(t *testing.T) {
 			args["provider"] = tc.provider
 		}
 		res, sc := w.call(tc.tool, args)
-		wantOK(t, res, sc)
+		mcpsession.WantOK(t, res, sc)
 		for _, r := range w.chats(-1)[before:] {
 			if got := sorted(r.ToolNames()); !slices.Equal(got, want) {
 				t.Errorf("%s (provider %q) offered %q, want exactly %q", tc.tool, tc.provider, got, want)
@@ -133,10 +134,10 @@ func TestAnalysisToolsOffered(t *testing.T) {
 	// The control: apply_cline_edits runs with the user's whole setup.
 	before = len(w.chats(-1))
 	res, sc := w.call("apply_cline_edits", map[string]any{"prompt": "Summarise the repository please", "provider": "cline"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	got := w.chats(-1)[before].ToolNames()
 	for _, tool := range []string{"editor", "run_commands", "fs__write_file", "plugin_tool", "web_search"} {
-		if !contains(got, tool) {
+		if !slices.Contains(got, tool) {
 			t.Errorf("apply_cline_edits offered %q, want %s among them (the world's setup is not what the test thinks)", got, tool)
 		}
 	}
@@ -158,8 +159,8 @@ func TestAnalysisRefusesWorkspaceHooks(t *testing.T) {
 	git(t, w.work, "commit", "-q", "-m", "hook")
 	for _, tool := range []string{"ask_cline", "ask_cline_workspace"} {
 		res, sc := w.call(tool, map[string]any{"prompt": "Summarise the repository please"})
-		wantKind(t, res, sc, "launch_failed")
-		if msg := str(sc, "message"); !strings.Contains(msg, filepath.Join(".clinerules", "hooks")) || !strings.Contains(msg, "docker") {
+		mcpsession.WantKind(t, res, sc, "launch_failed")
+		if msg := mcpsession.Str(sc, "message"); !strings.Contains(msg, filepath.Join(".clinerules", "hooks")) || !strings.Contains(msg, "docker") {
 			t.Errorf("%s: got message %q, want it to name the hooks directory and the docker fix", tool, msg)
 		}
 		wantAttempts(t, sc, 1)

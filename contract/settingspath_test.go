@@ -18,6 +18,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // Tokens of the Cline provider's OAuth credentials in the OAuth tests: the saved ones are
@@ -97,7 +98,7 @@ func TestCLIHonoursProviderSettingsPath(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("real CLI: %v\nstderr: %s\nstdout: %s", err, tail(stderr.String(), 3000), tail(stdout.String(), 3000))
+		t.Fatalf("real CLI: %v\nstderr: %s\nstdout: %s", err, mcpsession.Tail(stderr.String(), 3000), mcpsession.Tail(stdout.String(), 3000))
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		t.Logf("real CLI: peak RSS %d MiB, user %.2f s, sys %.2f s", ru.Maxrss>>10, time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds())
@@ -144,7 +145,7 @@ func TestCLIHonoursProviderSettingsPath(t *testing.T) {
 	}
 	cl := settingsOf(cp, "cline")
 	auth, _ := cl["auth"].(map[string]any)
-	if auth["refreshToken"] != newRefresh || !strings.Contains(str(auth, "accessToken"), newAccess) {
+	if auth["refreshToken"] != newRefresh || !strings.Contains(mcpsession.Str(auth, "accessToken"), newAccess) {
 		t.Errorf("the copy's cline auth after the run: %v, want the refreshed tokens", auth)
 	}
 	if cl["model"] != "fake-model-2" {
@@ -183,7 +184,7 @@ func TestOverrideRefreshThroughTheServer(t *testing.T) {
 	w.prov.SetRefresh(fakeprovider.ClineRefresh(newAccess, newRefresh, accountID))
 	before := w.readJSON(w.providers)
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "model": "fake-model-2"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if ws, _ := sc["warnings"].([]any); len(ws) != 0 {
 		t.Errorf("an honest override run with a refresh warned: %v", ws)
 	}
@@ -197,7 +198,7 @@ func TestOverrideRefreshThroughTheServer(t *testing.T) {
 	after := w.readJSON(w.providers)
 	cl := settingsOf(after, "cline")
 	auth, _ := cl["auth"].(map[string]any)
-	if auth["refreshToken"] != newRefresh || !strings.Contains(str(auth, "accessToken"), newAccess) || auth["accountId"] != accountID {
+	if auth["refreshToken"] != newRefresh || !strings.Contains(mcpsession.Str(auth, "accessToken"), newAccess) || auth["accountId"] != accountID {
 		t.Errorf("cline auth in the user's file after the run: %v, want the refreshed tokens merged back", auth)
 	}
 	if cl["model"] != "fake-model" {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 	"github.com/cline-mcp/cline-mcp/internal/netns"
 	"github.com/cline-mcp/cline-mcp/internal/npmcache"
 )
@@ -217,7 +218,7 @@ func (c *claudeWorld) run(o runOpts) *claudeRun {
 	r.debug = string(d)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("claude stderr:\n%s\nclaude debug log (tail):\n%s\nserver log (tail):\n%s", tail(r.stderr, 2000), tail(r.debug, 6000), tail(c.log(), 4000))
+			t.Logf("claude stderr:\n%s\nclaude debug log (tail):\n%s\nserver log (tail):\n%s", mcpsession.Tail(r.stderr, 2000), mcpsession.Tail(r.debug, 6000), mcpsession.Tail(c.log(), 4000))
 		}
 	})
 	return r

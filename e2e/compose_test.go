@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
@@ -55,11 +56,11 @@ func TestComposeSmoke(t *testing.T) {
 	err = cmd.Run()
 	t.Logf("compose smoke took %v", time.Since(t0).Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("compose/smoke.sh: %v\n%s", err, tail(out.String(), 8000))
+		t.Fatalf("compose/smoke.sh: %v\n%s", err, mcpsession.Tail(out.String(), 8000))
 	}
 	for _, want := range []string{"smoke: PASS", "exited with code 0", "transient retried: ok"} {
 		if !strings.Contains(out.String(), want) {
-			t.Errorf("smoke output lacks %q:\n%s", want, tail(out.String(), 8000))
+			t.Errorf("smoke output lacks %q:\n%s", want, mcpsession.Tail(out.String(), 8000))
 		}
 	}
 	if ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "label=com.docker.compose.project="+project).Output(); len(bytes.TrimSpace(ids)) > 0 {
@@ -121,10 +122,10 @@ func TestFakeImageAsContainer(t *testing.T) {
 				t.Errorf("got exit code %d, want %d\n%s", st.ExitCode, c.wantCode, logs)
 			}
 			if !bytes.Contains(logs, []byte(c.wantLine)) {
-				t.Errorf("output lacks %s:\n%s", c.wantLine, tail(string(logs), 3000))
+				t.Errorf("output lacks %s:\n%s", c.wantLine, mcpsession.Tail(string(logs), 3000))
 			}
 			if c.name == "directive pong" && !bytes.Contains(logs, []byte("HELLO-E2E")) {
-				t.Errorf("the prompt directive was not honoured:\n%s", tail(string(logs), 3000))
+				t.Errorf("the prompt directive was not honoured:\n%s", mcpsession.Tail(string(logs), 3000))
 			}
 		})
 	}

@@ -22,22 +22,22 @@ func launchMissing(t *testing.T, w *world) {
 		w2 := newWorld(t, host, worldOpts{args: []string{"--cline", filepath.Join(w.root, "no-such-cline")}})
 		res, sc := w2.call("ask_cline", map[string]any{"prompt": "hello there"})
 		wantResult(t, res, sc, "launch_failed", 1)
-		if !strings.Contains(str(sc, "message"), "npm install -g cline") {
-			t.Errorf("got message %q, want the fix (npm install -g cline)", str(sc, "message"))
+		if !strings.Contains(mcpsession.Str(sc, "message"), "npm install -g cline") {
+			t.Errorf("got message %q, want the fix (npm install -g cline)", mcpsession.Str(sc, "message"))
 		}
 		return
 	}
 	w2 := newWorld(t, docker, worldOpts{args: []string{"--docker-image", "cline-mcp/no-such-image:nope"}})
 	res, sc := w2.call("ask_cline", map[string]any{"prompt": "hello there"})
 	wantResult(t, res, sc, "launch_failed", 0)
-	if !strings.Contains(str(sc, "message"), "make image") {
-		t.Errorf("got message %q, want the fix (make image)", str(sc, "message"))
+	if !strings.Contains(mcpsession.Str(sc, "message"), "make image") {
+		t.Errorf("got message %q, want the fix (make image)", mcpsession.Str(sc, "message"))
 	}
 	w3 := newWorld(t, docker, worldOpts{env: []string{"DOCKER_HOST=unix://" + filepath.Join(w.root, "dead.sock")}})
 	res, sc = w3.call("ask_cline", map[string]any{"prompt": "hello there"})
 	wantResult(t, res, sc, "launch_failed", 0)
-	if !strings.Contains(str(sc, "message"), "Docker engine") {
-		t.Errorf("got message %q, want it to name the Docker engine", str(sc, "message"))
+	if !strings.Contains(mcpsession.Str(sc, "message"), "Docker engine") {
+		t.Errorf("got message %q, want it to name the Docker engine", mcpsession.Str(sc, "message"))
 	}
 	if n := len(w2.records()) + len(w3.records()); n != 0 {
 		t.Errorf("the CLI ran on the host %d time(s): Docker must never fall back silently", n)
@@ -49,7 +49,7 @@ func launchMissing(t *testing.T, w *world) {
 func commitGuard(t *testing.T, w *world, sc map[string]any) {
 	g, _ := sc["git"].(map[string]any)
 	if w.iso == host {
-		if str(g, "headBefore") == "" || str(g, "headAfter") == str(g, "headBefore") {
+		if mcpsession.Str(g, "headBefore") == "" || mcpsession.Str(g, "headAfter") == mcpsession.Str(g, "headBefore") {
 			t.Errorf("git evidence does not show HEAD moving: %v", g)
 		}
 		if !json.Valid([]byte(strings.TrimSpace(w.lastText))) {
@@ -57,7 +57,7 @@ func commitGuard(t *testing.T, w *world, sc map[string]any) {
 		}
 		return
 	}
-	if str(sc, "headBefore") == "" || str(sc, "headBefore") != str(sc, "headAfter") {
+	if mcpsession.Str(sc, "headBefore") == "" || mcpsession.Str(sc, "headBefore") != mcpsession.Str(sc, "headAfter") {
 		t.Errorf("HEAD moved in a container with a read-only .git: %v → %v", sc["headBefore"], sc["headAfter"])
 	}
 	if files := mcpsession.ChangedFiles(sc); files["c.txt"] != "A" {
@@ -90,7 +90,7 @@ func applyDiff(t *testing.T, w *world) {
 	if _, ok := files["notes.txt"]; ok {
 		t.Errorf("the user's untracked file was reported as Cline's: %v", files)
 	}
-	if d := str(sc, "diff"); !strings.Contains(d, "new_file.txt") || strings.Contains(d, "user.txt") {
+	if d := mcpsession.Str(sc, "diff"); !strings.Contains(d, "new_file.txt") || strings.Contains(d, "user.txt") {
 		t.Errorf("diff is not exactly the run's changes:\n%s", d)
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "user.txt")); string(b) != "mine, edited\n" {
@@ -115,7 +115,7 @@ func workspaceCleanup(t *testing.T, w *world) {
 	res, sc := w.call("ask_cline_workspace", map[string]any{"cwd": repo, "prompt": "Read fake:read?path=README.md"})
 	wantResult(t, res, sc, "", 1)
 	wt, _ := sc["worktree"].(map[string]any)
-	if str(wt, "commit") != head || wt["removed"] != true {
+	if mcpsession.Str(wt, "commit") != head || wt["removed"] != true {
 		t.Errorf("got worktree %v, want commit %s removed", wt, head)
 	}
 	res, sc = w.call("ask_cline_workspace", map[string]any{"cwd": repo, "prompt": "go fake:hang", "timeoutSeconds": 1})
@@ -142,7 +142,7 @@ func workspacePool(t *testing.T, w *world) {
 			t.Errorf("call %d: worktree %v, want reused %v and pooled", i, wt, i > 0)
 		}
 		var rep map[string]any
-		if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 			t.Fatalf("call %d: report %q: %v", i, sc["text"], err)
 		}
 		for _, step := range []string{"marker", "modify", "delete", "create", "ignored", "link"} {
@@ -179,7 +179,7 @@ func cleanupFailed(t *testing.T, w *world) {
 		}
 	}()
 	var wt string
-	if !eventually(30*time.Second, func() bool {
+	if !mcpsession.Eventually(30*time.Second, func() bool {
 		wts, _ := worktrees(repo)
 		if len(wts) == 2 {
 			wt = wts[1]
@@ -208,10 +208,10 @@ func cleanupFailed(t *testing.T, w *world) {
 	if sc == nil {
 		t.Fatal("no result")
 	}
-	if !isErr || str(sc, "kind") != "workspace_cleanup_failed" {
+	if !isErr || mcpsession.Str(sc, "kind") != "workspace_cleanup_failed" {
 		t.Fatalf("got %v %v, want workspace_cleanup_failed", sc["kind"], sc["message"])
 	}
-	if msg := str(sc, "message"); !strings.Contains(msg, wt) || !strings.Contains(msg, "tick") {
+	if msg := mcpsession.Str(sc, "message"); !strings.Contains(msg, wt) || !strings.Contains(msg, "tick") {
 		t.Errorf("message %q should name the leftover %s and carry Cline's answer", msg, wt)
 	}
 	if rep, _ := sc["worktree"].(map[string]any); rep["removed"] != false {
@@ -228,8 +228,8 @@ func inspectionFailed(t *testing.T, w *world) {
 	if w.iso == host {
 		res, sc := w.call("apply_cline_edits", map[string]any{"cwd": repo, "prompt": "Break fake:edit?path=.git/index&content=garbage"})
 		wantResult(t, res, sc, "edits_inspection_failed", 1)
-		if !strings.Contains(str(sc, "message"), "Cline finished") {
-			t.Errorf("got message %q, want the after-run inspection failure", str(sc, "message"))
+		if !strings.Contains(mcpsession.Str(sc, "message"), "Cline finished") {
+			t.Errorf("got message %q, want the after-run inspection failure", mcpsession.Str(sc, "message"))
 		}
 		return
 	}
@@ -238,8 +238,8 @@ func inspectionFailed(t *testing.T, w *world) {
 	}
 	res, sc := w.call("apply_cline_edits", map[string]any{"cwd": repo, "prompt": "Edit fake:edit?path=x.txt"})
 	wantResult(t, res, sc, "edits_inspection_failed", 0)
-	if !strings.Contains(str(sc, "message"), "Cline was not started") {
-		t.Errorf("got message %q, want the before-run inspection failure", str(sc, "message"))
+	if !strings.Contains(mcpsession.Str(sc, "message"), "Cline was not started") {
+		t.Errorf("got message %q, want the before-run inspection failure", mcpsession.Str(sc, "message"))
 	}
 	if _, err := os.Stat(filepath.Join(repo, "x.txt")); err == nil {
 		t.Errorf("Cline ran although the checkout could not be inspected")
@@ -261,7 +261,7 @@ func overrideRestore(t *testing.T, w *world) {
 		"providers/openai-native/settings/auth/accessToken": "tok-" + w.iso,
 		"providers/openai-compatible/settings/apiKey":       "sk-test-123",
 	} {
-		if got := dig(p, strings.Split(path, "/")...); got != want {
+		if got := mcpsession.Dig(p, strings.Split(path, "/")...); got != want {
 			t.Errorf("%s: got %v, want %v", path, got, want)
 		}
 	}

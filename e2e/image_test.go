@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // launchWrongDockerCLI: --docker-cline naming a path the image lacks is launch_failed with the
@@ -15,7 +17,7 @@ func launchWrongDockerCLI(t *testing.T, w *world) {
 	w2 := newWorld(t, docker, worldOpts{args: []string{"--docker-cline", "/usr/local/bin/no-such-cline"}})
 	res, sc := w2.call("ask_cline", map[string]any{"prompt": "hello there"})
 	wantResult(t, res, sc, "launch_failed", 1)
-	if msg := str(sc, "message"); !strings.Contains(msg, "--docker-cline") || !strings.Contains(msg, "/usr/local/bin/no-such-cline") {
+	if msg := mcpsession.Str(sc, "message"); !strings.Contains(msg, "--docker-cline") || !strings.Contains(msg, "/usr/local/bin/no-such-cline") {
 		t.Errorf("got message %q, want the path and the fix (--docker-cline)", msg)
 	}
 	if sc["retryable"] != false {

@@ -48,7 +48,7 @@ func cancelDuringRun(t *testing.T, w *world) {
 	t0 := time.Now()
 	cancel()
 	<-done
-	if !eventually(10*time.Second, func() bool { return len(w.children()) == 0 }) {
+	if !mcpsession.Eventually(10*time.Second, func() bool { return len(w.children()) == 0 }) {
 		t.Fatalf("the run still has processes %v %v after the cancel", w.children(), time.Since(t0))
 	}
 	d := time.Since(t0)
@@ -72,7 +72,7 @@ func (w *world) wantWithheld(msg string) {
 	if msg != "" {
 		subs = append(subs, msg)
 	}
-	if !eventually(10*time.Second, func() bool {
+	if !mcpsession.Eventually(10*time.Second, func() bool {
 		l := w.sess.Stderr()
 		for _, sub := range subs {
 			if !strings.Contains(l, sub) {
@@ -93,7 +93,7 @@ func cancelDuringBackoff(t *testing.T, w *world) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := w.callAsync(ctx, "ask_cline", map[string]any{"prompt": "go fake:http_429"}, "tok-backoff")
-	if !eventually(60*time.Second, func() bool { return w.progressContains("tok-backoff", "retrying") }) {
+	if !mcpsession.Eventually(60*time.Second, func() bool { return w.progressContains("tok-backoff", "retrying") }) {
 		t.Fatal("no 'retrying' progress notification")
 	}
 	t0 := time.Now()
@@ -116,7 +116,7 @@ func cancelDuringBackoff(t *testing.T, w *world) {
 // Docker: no container is ever created for it.
 func cancelQueued(t *testing.T, w *world) {
 	first := w.callAsync(context.Background(), "ask_cline", map[string]any{"prompt": "go fake:slow?seconds=5&interval_ms=300"}, "tok-first")
-	if !eventually(30*time.Second, func() bool { return len(w.records()) == 1 }) {
+	if !mcpsession.Eventually(30*time.Second, func() bool { return len(w.records()) == 1 }) {
 		t.Fatal("the first run never started")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -126,7 +126,7 @@ func cancelQueued(t *testing.T, w *world) {
 		args = map[string]any{"prompt": "queued call fake:pong", "isolation": "docker"}
 	}
 	done := w.callAsync(ctx, "ask_cline", args, "tok-queued")
-	if !eventually(30*time.Second, func() bool { return w.progressContains("tok-queued", "queued, position 1") }) {
+	if !mcpsession.Eventually(30*time.Second, func() bool { return w.progressContains("tok-queued", "queued, position 1") }) {
 		t.Fatal("the second call was not told it is queued")
 	}
 	if len(w.records()) != 1 || len(mustContainers(t, w)) != 0 {
@@ -196,7 +196,7 @@ func graceGrandchild(t *testing.T, w *world) {
 	}
 	if w.iso == host {
 		pg := w.records()[0].PGID
-		if groupExists(pg) && !eventually(5*time.Second, func() bool { return !groupExists(pg) }) {
+		if groupExists(pg) && !mcpsession.Eventually(5*time.Second, func() bool { return !groupExists(pg) }) {
 			t.Errorf("process group %d still has members", pg)
 		}
 	}
@@ -315,8 +315,8 @@ func hugeOutput(t *testing.T, w *world) {
 	d := time.Since(t0)
 	sc := mcpsession.Structured(t, res)
 	wantResult(t, res, sc, "", 1)
-	if str(sc, "text") != "huge output done" {
-		t.Errorf("got text %.100q", str(sc, "text"))
+	if mcpsession.Str(sc, "text") != "huge output done" {
+		t.Errorf("got text %.100q", mcpsession.Str(sc, "text"))
 	}
 	hwm, err := mcpsession.ProcStatusKiB(w.sess.Cmd.Process.Pid, "VmHWM")
 	if err != nil {

@@ -80,7 +80,7 @@ func TestLoadMixed50(t *testing.T) {
 			t.Errorf("call %d: got %v %v", o.i, o.sc["kind"], o.sc["message"])
 			continue
 		}
-		if got := str(o.sc, "text"); got != o.want {
+		if got := mcpsession.Str(o.sc, "text"); got != o.want {
 			t.Errorf("call %d: got text %q, want %q (answers crossed between calls?)", o.i, got, o.want)
 		}
 		wantIso := host
@@ -94,15 +94,15 @@ func TestLoadMixed50(t *testing.T) {
 	if p["lastUsedProvider"] != "openai-compatible" {
 		t.Errorf("lastUsedProvider %v, want openai-compatible restored", p["lastUsedProvider"])
 	}
-	if got := dig(p, "providers", "openai-native", "settings", "model"); got != "gpt-saved" {
+	if got := mcpsession.Dig(p, "providers", "openai-native", "settings", "model"); got != "gpt-saved" {
 		t.Errorf("openai-native model %v, want gpt-saved restored", got)
 	}
 	for _, name := range overrideProviders {
 		want := "tok-" + name
-		if got := dig(p, "providers", name, "settings", "auth", "accessToken"); got != want {
+		if got := mcpsession.Dig(p, "providers", name, "settings", "auth", "accessToken"); got != want {
 			t.Errorf("%s token %v, want %s merged back from the run's private copy", name, got, want)
 		}
-		if got := dig(p, "providers", name, "settings", "model"); got != "saved-"+name {
+		if got := mcpsession.Dig(p, "providers", name, "settings", "model"); got != "saved-"+name {
 			t.Errorf("%s model %v, want saved-%s restored", name, got, name)
 		}
 	}

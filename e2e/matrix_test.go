@@ -159,8 +159,8 @@ func runRow(t *testing.T, w *world, s scenario) {
 	if want.kind != "" {
 		field = "message"
 	}
-	if !strings.Contains(str(sc, field), want.contains) {
-		t.Errorf("got %s %q, want it to contain %q", field, str(sc, field), want.contains)
+	if !strings.Contains(mcpsession.Str(sc, field), want.contains) {
+		t.Errorf("got %s %q, want it to contain %q", field, mcpsession.Str(sc, field), want.contains)
 	}
 	if want.warning != "" && !warningsContain(sc, want.warning) {
 		t.Errorf("warnings %v lack %q", sc["warnings"], want.warning)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // sdkVersion is the pinned @modelcontextprotocol/sdk of e2e/ts/package.json.
@@ -146,8 +148,8 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		if !c.SchemaValid {
 			t.Errorf("%s: structuredContent does not satisfy the outputSchema: %s", c.Label, c.SchemaError)
 		}
-		if c.IsError != w.isError || str(c.Structured, "kind") != w.kind {
-			t.Errorf("%s: got isError %v kind %q, want %v %q", c.Label, c.IsError, str(c.Structured, "kind"), w.isError, w.kind)
+		if c.IsError != w.isError || mcpsession.Str(c.Structured, "kind") != w.kind {
+			t.Errorf("%s: got isError %v kind %q, want %v %q", c.Label, c.IsError, mcpsession.Str(c.Structured, "kind"), w.isError, w.kind)
 		}
 	}
 	// No notification after its result, no response to an unknown id: the SDK saw no fault.

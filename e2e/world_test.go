@@ -116,7 +116,7 @@ func (w *world) close() {
 		t.Errorf("leak: %s", left)
 	}
 	if t.Failed() {
-		t.Logf("server stderr (tail):\n%s", tail(w.sess.Stderr(), 6000))
+		t.Logf("server stderr (tail):\n%s", mcpsession.Tail(w.sess.Stderr(), 6000))
 	}
 }
 
@@ -124,7 +124,7 @@ func (w *world) close() {
 // briefly for asynchronous teardown (container removal, a killed group being reaped).
 func (w *world) leaks() string {
 	var left string
-	eventually(15*time.Second, func() bool {
+	mcpsession.Eventually(15*time.Second, func() bool {
 		var parts []string
 		if pids := mcpsession.ProcsWithEnv("E2E_RUN_TAG=" + w.tag); len(pids) > 0 {
 			parts = append(parts, fmt.Sprintf("processes %v (%s)", pids, cmdlines(pids)))
@@ -217,7 +217,7 @@ func (w *world) callAsync(ctx context.Context, tool string, a map[string]any, to
 // running waits until a process started by this server (host or container) exists.
 func (w *world) running(d time.Duration) bool {
 	self := w.sess.Cmd.Process.Pid
-	return eventually(d, func() bool {
+	return mcpsession.Eventually(d, func() bool {
 		for _, p := range mcpsession.ProcsWithEnv("E2E_RUN_TAG=" + w.tag) {
 			if p != self {
 				return true
@@ -347,47 +347,9 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(wd), nil // go test runs in the package dir, e2e/
 }
 
-// eventually polls cond every 20 ms up to d (polling an external condition, not synchronising
-// goroutines of ours).
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
-}
-
-func str(m map[string]any, k string) string {
-	s, _ := m[k].(string)
-	return s
-}
-
 func num(m map[string]any, k string) int {
 	f, _ := m[k].(float64)
 	return int(f)
-}
-
-func dig(m any, path ...string) any {
-	for _, p := range path {
-		mm, ok := m.(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = mm[p]
-	}
-	return m
 }
 
 // wantResult asserts ok (kind == "") or a failure of kind, with the attempt count when > 0.
@@ -395,14 +357,14 @@ func wantResult(t testing.TB, res *mcp.CallToolResult, sc map[string]any, kind s
 	t.Helper()
 	if kind == "" {
 		if res.IsError || sc["ok"] != true {
-			t.Fatalf("got failure %s: %s, want ok", str(sc, "kind"), str(sc, "message"))
+			t.Fatalf("got failure %s: %s, want ok", mcpsession.Str(sc, "kind"), mcpsession.Str(sc, "message"))
 		}
 	} else {
 		if !res.IsError || sc["ok"] != false {
-			t.Fatalf("got ok result (text %q), want kind %s", str(sc, "text"), kind)
+			t.Fatalf("got ok result (text %q), want kind %s", mcpsession.Str(sc, "text"), kind)
 		}
-		if got := str(sc, "kind"); got != kind {
-			t.Fatalf("got kind %q (message %q), want %q", got, str(sc, "message"), kind)
+		if got := mcpsession.Str(sc, "kind"); got != kind {
+			t.Fatalf("got kind %q (message %q), want %q", got, mcpsession.Str(sc, "message"), kind)
 		}
 	}
 	if attempts > 0 && num(sc, "attempts") != attempts {

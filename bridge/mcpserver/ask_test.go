@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,8 +105,8 @@ func TestInvalidArgumentsNeverSpawn(t *testing.T) {
 				t.Fatalf("protocol error %v, want a tool result with isError", err)
 			}
 			sc := mcpsession.Structured(t, res)
-			wantKind(t, res, sc, "launch_failed")
-			if msg := str(sc, "message"); !strings.Contains(msg, c.field) {
+			mcpsession.WantKind(t, res, sc, "launch_failed")
+			if msg := mcpsession.Str(sc, "message"); !strings.Contains(msg, c.field) {
 				t.Errorf("message %q does not name the field %q", msg, c.field)
 			}
 			if !strings.Contains(mcpsession.Text(res), "Kind: launch_failed") && c.tool != "apply_cline_edits" {
@@ -121,15 +122,15 @@ func TestInvalidArgumentsNeverSpawn(t *testing.T) {
 func TestAskClinePong(t *testing.T) {
 	e := newEnv(t)
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG", "thinking": "high", "systemPrompt": "Be terse."})
-	wantOK(t, res, sc)
-	if got := str(sc, "text"); got != "PONG" {
+	mcpsession.WantOK(t, res, sc)
+	if got := mcpsession.Str(sc, "text"); got != "PONG" {
 		t.Errorf("got text %q, want PONG", got)
 	}
-	if num(sc, "attempts") != 1 || sc["exitCode"] != float64(0) {
+	if mcpsession.Num(sc, "attempts") != 1 || sc["exitCode"] != float64(0) {
 		t.Errorf("got attempts %v exitCode %v, want 1 and 0", sc["attempts"], sc["exitCode"])
 	}
-	if str(sc, "model") == "" || str(sc, "isolation") != "host" {
-		t.Errorf("got model %q isolation %q", str(sc, "model"), str(sc, "isolation"))
+	if mcpsession.Str(sc, "model") == "" || mcpsession.Str(sc, "isolation") != "host" {
+		t.Errorf("got model %q isolation %q", mcpsession.Str(sc, "model"), mcpsession.Str(sc, "isolation"))
 	}
 	if mcpsession.Text(res) != "PONG" {
 		t.Errorf("got text content %q, want PONG", mcpsession.Text(res))
@@ -148,13 +149,13 @@ func TestAskClinePong(t *testing.T) {
 			t.Errorf("argv %q lacks %s %s", argv, pair[0], pair[1])
 		}
 	}
-	if !contains(argv, "--json") {
+	if !slices.Contains(argv, "--json") {
 		t.Errorf("argv %q lacks --json", argv)
 	}
 	if r.Env["CLINE_NO_AUTO_UPDATE"] != "1" || r.Env["CLINE_SESSION_BACKEND_MODE"] != "local" {
 		t.Errorf("env lacks CLINE_NO_AUTO_UPDATE=1 / CLINE_SESSION_BACKEND_MODE=local: %v", r.Env)
 	}
-	if !contains(r.EnvKeys, "FAKE_CLINE_STATE_DIR") {
+	if !slices.Contains(r.EnvKeys, "FAKE_CLINE_STATE_DIR") {
 		t.Errorf("the server's environment was not passed on: %v", r.EnvKeys)
 	}
 	if r.Stdin != "devnull" {
@@ -186,7 +187,7 @@ func TestPromptsTheRealCLIWouldReject(t *testing.T) {
 	for _, p := range []string{"PONG", "-v", "--help me", "-PONG hi"} {
 		_, sc := e.call("ask_cline", map[string]any{"prompt": p})
 		if sc["ok"] != true {
-			t.Errorf("prompt %q: got %s: %s", p, str(sc, "kind"), str(sc, "message"))
+			t.Errorf("prompt %q: got %s: %s", p, mcpsession.Str(sc, "kind"), mcpsession.Str(sc, "message"))
 		}
 	}
 }
@@ -194,7 +195,7 @@ func TestPromptsTheRealCLIWouldReject(t *testing.T) {
 func TestAnalysisCannotEdit(t *testing.T) {
 	e := newEnv(t)
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Read README and change things fake:try_mutate"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	for _, f := range []string{"mutated.txt", "touched.txt"} {
 		if _, err := os.Stat(filepath.Join(e.work, f)); !os.IsNotExist(err) {
 			t.Errorf("ask_cline changed the work tree: %s exists", f)
@@ -205,14 +206,14 @@ func TestAnalysisCannotEdit(t *testing.T) {
 func TestSeedPolicyDeniesEveryTool(t *testing.T) {
 	e := newEnv(t, "--analysis-policy", "seed")
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Create x.txt please fake:tool_denied_abort"})
-	wantKind(t, res, sc, "non_zero_exit")
-	if !strings.Contains(str(sc, "message"), "editor") {
-		t.Errorf("message %q does not name the denied tool", str(sc, "message"))
+	mcpsession.WantKind(t, res, sc, "non_zero_exit")
+	if !strings.Contains(mcpsession.Str(sc, "message"), "editor") {
+		t.Errorf("message %q does not name the denied tool", mcpsession.Str(sc, "message"))
 	}
 	if r := e.records(); len(r) != 1 || !hasPair(r[0].Argv, "--auto-approve", "false") {
 		t.Errorf("seed policy must pass --auto-approve false once, got %+v", r)
 	}
-	if num(sc, "attempts") != 1 {
+	if mcpsession.Num(sc, "attempts") != 1 {
 		t.Errorf("got attempts %v, want 1 (not transient)", sc["attempts"])
 	}
 }

@@ -64,7 +64,7 @@ func progressOf(s *mcpsession.Session, token string) []string {
 
 func waitProgress(t *testing.T, s *mcpsession.Session, token, substr string) {
 	t.Helper()
-	if !eventually(30*time.Second, func() bool {
+	if !mcpsession.Eventually(30*time.Second, func() bool {
 		return slices.ContainsFunc(progressOf(s, token), func(m string) bool { return strings.Contains(m, substr) })
 	}) {
 		t.Fatalf("no progress %q for %s; got %q", substr, token, progressOf(s, token))
@@ -73,7 +73,7 @@ func waitProgress(t *testing.T, s *mcpsession.Session, token, substr string) {
 
 func (e *env) waitRecords(n int) []mcpsession.Record {
 	e.t.Helper()
-	if !eventually(30*time.Second, func() bool { return len(e.records()) >= n }) {
+	if !mcpsession.Eventually(30*time.Second, func() bool { return len(e.records()) >= n }) {
 		e.t.Fatalf("got %d CLI runs, want %d", len(e.records()), n)
 	}
 	return e.records()
@@ -108,7 +108,7 @@ func TestTwoServersShareProvidersJSON(t *testing.T) {
 	p := a.readProviders()
 	for i := 0; i < 2*perServer; i++ {
 		id := fmt.Sprintf("tok-%d", i)
-		if got := dig(p, "providers", id, "settings", "model"); got != "saved-"+id {
+		if got := mcpsession.Dig(p, "providers", id, "settings", "model"); got != "saved-"+id {
 			t.Errorf("while the overrides run, %s model is %v in the user's file, want saved-%s", id, got, id)
 		}
 	}
@@ -131,15 +131,15 @@ func TestTwoServersShareProvidersJSON(t *testing.T) {
 	}
 
 	p = a.readProviders() // fails if not valid JSON
-	if p["lastUsedProvider"] != "openai-compatible" || dig(p, "providers", "openai-compatible", "settings", "model") != "fake-model" {
-		t.Errorf("the defaults changed: lastUsedProvider %v, model %v", p["lastUsedProvider"], dig(p, "providers", "openai-compatible", "settings", "model"))
+	if p["lastUsedProvider"] != "openai-compatible" || mcpsession.Dig(p, "providers", "openai-compatible", "settings", "model") != "fake-model" {
+		t.Errorf("the defaults changed: lastUsedProvider %v, model %v", p["lastUsedProvider"], mcpsession.Dig(p, "providers", "openai-compatible", "settings", "model"))
 	}
 	for i := 0; i < 2*perServer; i++ {
 		id := fmt.Sprintf("tok-%d", i)
-		if got := dig(p, "providers", id, "settings", "auth", "accessToken"); got != id+"-new" {
+		if got := mcpsession.Dig(p, "providers", id, "settings", "auth", "accessToken"); got != id+"-new" {
 			t.Errorf("%s token %v, want %s-new: a refresh was lost", id, got, id)
 		}
-		if got := dig(p, "providers", id, "settings", "model"); got != "saved-"+id {
+		if got := mcpsession.Dig(p, "providers", id, "settings", "model"); got != "saved-"+id {
 			t.Errorf("%s model %v, want saved-%s", id, got, id)
 		}
 	}
@@ -202,7 +202,7 @@ func TestMaxConcurrentBoundsRuns(t *testing.T) {
 	}
 	e.waitRecords(2)
 	// Three calls wait; between them they are told positions 1, 2 and 3.
-	if !eventually(30*time.Second, func() bool {
+	if !mcpsession.Eventually(30*time.Second, func() bool {
 		var seen []string
 		for i := 0; i < 5; i++ {
 			for _, m := range progressOf(e.sess, fmt.Sprintf("call-%d", i)) {

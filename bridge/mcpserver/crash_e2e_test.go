@@ -39,7 +39,7 @@ func TestServerKilledRemovesItsContainers(t *testing.T) {
 	}()
 	// One listing per poll: the first Docker call also creates (and removes) a short-lived mount
 	// probe container of the same instance.
-	if !eventually(30*time.Second, func() bool { ids := mine(); return len(ids) == 1 && containerRunning(t, ids[0]) }) {
+	if !mcpsession.Eventually(30*time.Second, func() bool { ids := mine(); return len(ids) == 1 && containerRunning(t, ids[0]) }) {
 		t.Fatalf("no running container of server %s; the test would prove nothing", pid)
 	}
 	killed := time.Now()
@@ -47,7 +47,7 @@ func TestServerKilledRemovesItsContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-e.sess.Exited()
-	if !eventually(15*time.Second, func() bool { return len(mine()) == 0 }) {
+	if !mcpsession.Eventually(15*time.Second, func() bool { return len(mine()) == 0 }) {
 		t.Fatalf("container(s) %v of the killed server still exist 15 s later", mine())
 	}
 	t.Logf("the killed server's container was gone %v after its SIGKILL", time.Since(killed).Round(time.Millisecond))

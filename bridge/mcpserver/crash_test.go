@@ -34,11 +34,11 @@ func TestServerKilledEndsItsClineRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-e.sess.Exited()
-	if !eventually(5*time.Second, func() bool { return !alive(rec.PID) && !groupAlive(rec.PGID) }) {
+	if !mcpsession.Eventually(5*time.Second, func() bool { return !alive(rec.PID) && !groupAlive(rec.PGID) }) {
 		t.Fatalf("Cline (pid %d, group %d) still runs 5 s after the server was killed", rec.PID, rec.PGID)
 	}
 	t.Logf("Cline's process group was gone %v after the server's SIGKILL", time.Since(killed).Round(time.Millisecond))
-	if !eventually(5*time.Second, func() bool {
+	if !mcpsession.Eventually(5*time.Second, func() bool {
 		left, _ := filepath.Glob(filepath.Join(e.root, "tmp", "cline-mcp-call-*"))
 		return len(left) == 0
 	}) {
@@ -68,7 +68,7 @@ func TestServerKilledDuringOverrideLeavesDefaults(t *testing.T) {
 		_, _ = e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:token_refresh?token=tok-crash&wait_file=" + filepath.Join(e.root, "never"),
 			"cwd": e.work, "provider": "openai-native", "model": "gpt-crash"}, nil)
 	}()
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
 		t.Fatal("the override run never started")
 	}
 	rec := e.records()[0]
@@ -90,13 +90,13 @@ func TestServerKilledDuringOverrideLeavesDefaults(t *testing.T) {
 	if string(after) != string(before) {
 		t.Errorf("providers.json after the server was killed mid-override:\n%s\nwant it unchanged\n%s", after, before)
 	}
-	if !eventually(5*time.Second, func() bool { _, err := os.Stat(rec.ProvidersPath); return os.IsNotExist(err) }) {
+	if !mcpsession.Eventually(5*time.Second, func() bool { _, err := os.Stat(rec.ProvidersPath); return os.IsNotExist(err) }) {
 		t.Errorf("the settings copy %s (it holds keys) outlived the killed server by 5 s", rec.ProvidersPath)
 	}
 	// The next server's default call runs on the defaults.
 	e2 := newEnvLike(t, e)
 	res, sc := e2.call("ask_cline", map[string]any{"prompt": "go fake:pong"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if recs := e2.records(); recs[len(recs)-1].Provider != "openai-compatible" || recs[len(recs)-1].Model != "fake-model" {
 		t.Errorf("the next default run saw %s/%s, want openai-compatible/fake-model", recs[len(recs)-1].Provider, recs[len(recs)-1].Model)
 	}

@@ -99,7 +99,7 @@ func testDockerAskCline(t *testing.T, eng engine) {
 func TestDockerFloorRefusesHost(t *testing.T) {
 	e := newDockerEnv(t, "--isolation", "docker")
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply with PONG", "isolation": "host"})
-	wantKind(t, res, sc, "launch_failed")
+	mcpsession.WantKind(t, res, sc, "launch_failed")
 	sc2, _ := func() (map[string]any, string) {
 		_, s := e.call("ask_cline", map[string]any{"prompt": "Reply with PONG"})
 		return s, ""
@@ -123,7 +123,7 @@ func testDockerAskClineCannotWriteCwd(t *testing.T, eng engine) {
 	sc, _ = dockerCall(e, "ask_cline", map[string]any{"prompt": "Probe fake:probe_write?keep=true"})
 	wantDockerOK(t, sc)
 	var rep map[string]map[string]any
-	if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+	if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 		t.Fatalf("probe report %q: %v", sc["text"], err)
 	}
 	for _, k := range []string{"root", "etc", "cwd"} {
@@ -237,10 +237,10 @@ func testDockerOverrideMergesTokenNotTrackedFields(t *testing.T, eng engine) {
 	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "go fake:token_refresh?token=tok-docker-1", "provider": "openai-native", "model": "gpt-in-container"})
 	wantDockerOK(t, sc)
 	p := e.readProviders()
-	if p["lastUsedProvider"] != "openai-compatible" || dig(p, "providers", "openai-native", "settings", "model") != "gpt-saved" {
-		t.Errorf("tracked fields leaked from the container's copy: lastUsedProvider=%v model=%v", p["lastUsedProvider"], dig(p, "providers", "openai-native", "settings", "model"))
+	if p["lastUsedProvider"] != "openai-compatible" || mcpsession.Dig(p, "providers", "openai-native", "settings", "model") != "gpt-saved" {
+		t.Errorf("tracked fields leaked from the container's copy: lastUsedProvider=%v model=%v", p["lastUsedProvider"], mcpsession.Dig(p, "providers", "openai-native", "settings", "model"))
 	}
-	if got := dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != "tok-docker-1" {
+	if got := mcpsession.Dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != "tok-docker-1" {
 		t.Errorf("refreshed token not merged back: %v", got)
 	}
 }
@@ -285,16 +285,16 @@ func testDockerTimeoutAndCancelLeaveNothing(t *testing.T, eng engine) {
 		defer close(done)
 		_, _ = e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work, "isolation": "docker"}, nil)
 	}()
-	if !eventually(30*time.Second, func() bool { ids, _ := eng.containers(); return len(ids) > 0 }) {
+	if !mcpsession.Eventually(30*time.Second, func() bool { ids, _ := eng.containers(); return len(ids) > 0 }) {
 		t.Fatal("the container never appeared")
 	}
 	cancel()
 	<-done
-	if !eventually(15*time.Second, func() bool { ids, _ := eng.containers(); return len(ids) == 0 }) {
+	if !mcpsession.Eventually(15*time.Second, func() bool { ids, _ := eng.containers(); return len(ids) == 0 }) {
 		ids, _ := eng.containers()
 		t.Errorf("containers left after cancel: %v", ids)
 	}
-	if !eventually(10*time.Second, func() bool { return len(callTemps(e)) == 0 }) {
+	if !mcpsession.Eventually(10*time.Second, func() bool { return len(callTemps(e)) == 0 }) {
 		t.Errorf("settings copies left: %v", callTemps(e))
 	}
 	wantWithheld(t, e.sess, "")
@@ -312,7 +312,7 @@ func TestDockerEngineDown(t *testing.T) {
 	e.sess.Stop()
 	e.startWithEnv([]string{"DOCKER_HOST=unix://" + filepath.Join(t.TempDir(), "dead.sock")}, "--docker-image", mcpsession.FakeImage)
 	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
-	if sc["kind"] != "launch_failed" || !strings.Contains(str(sc, "message"), "Docker engine") {
+	if sc["kind"] != "launch_failed" || !strings.Contains(mcpsession.Str(sc, "message"), "Docker engine") {
 		t.Errorf("got %v %q, want launch_failed naming the Docker engine", sc["kind"], sc["message"])
 	}
 	if len(e.records()) != 0 {
@@ -321,7 +321,7 @@ func TestDockerEngineDown(t *testing.T) {
 	e.sess.Stop()
 	e.start("--docker-image", "cline-mcp/no-such-image:nope")
 	sc, _ = dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
-	if sc["kind"] != "launch_failed" || !strings.Contains(str(sc, "message"), "make image") {
+	if sc["kind"] != "launch_failed" || !strings.Contains(mcpsession.Str(sc, "message"), "make image") {
 		t.Errorf("got %v %q, want launch_failed telling to build the image", sc["kind"], sc["message"])
 	}
 }
@@ -335,7 +335,7 @@ func testDockerEscapeProbes(t *testing.T, eng engine) {
 		sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": prompt})
 		wantDockerOK(t, sc)
 		var rep map[string]any
-		if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 			t.Fatalf("probe report %q: %v", sc["text"], err)
 		}
 		return rep
@@ -365,17 +365,17 @@ func testDockerEscapeProbes(t *testing.T, eng engine) {
 	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Probe fake:probe_pids?n=100&hold=5"})
 	if sc["ok"] == true {
 		var pids map[string]any
-		if err := json.Unmarshal([]byte(str(sc, "text")), &pids); err != nil {
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &pids); err != nil {
 			t.Fatalf("probe report %q: %v", sc["text"], err)
 		}
 		if started, _ := pids["started"].(float64); started >= 100 {
 			t.Errorf("pids limit not enforced: started %v of 100", started)
 		}
 	} else {
-		evidence := strings.ToLower(str(sc, "stderrTail") + str(sc, "message"))
+		evidence := strings.ToLower(mcpsession.Str(sc, "stderrTail") + mcpsession.Str(sc, "message"))
 		// A Go runtime refused a thread dies with exit 2 and a goroutine dump whose first line
 		// (the reason) the 2,000-character tail may have cut off.
-		goCrash := num(sc, "exitCode") == 2 && strings.Contains(evidence, "goroutine ")
+		goCrash := mcpsession.Num(sc, "exitCode") == 2 && strings.Contains(evidence, "goroutine ")
 		if !goCrash && !strings.Contains(evidence, "resource temporarily unavailable") && !strings.Contains(evidence, "failed to create new os thread") {
 			t.Errorf("the pids probe failed for another reason: %v %v\n%s", sc["kind"], sc["message"], sc["stderrTail"])
 		}
@@ -396,7 +396,7 @@ func testDockerGitInsideTheSandbox(t *testing.T, eng engine) {
 		sc, _ := dockerCall(e, tool, map[string]any{"prompt": "Probe fake:probe_git"})
 		wantDockerOK(t, sc)
 		var rep map[string]map[string]any
-		if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 			t.Fatalf("probe report %q: %v", sc["text"], err)
 		}
 		t.Logf("%s: %v", tool, rep)
@@ -427,7 +427,7 @@ func testDockerGitInsideTheSandbox(t *testing.T, eng engine) {
 func TestRetryIsolationDocker(t *testing.T) {
 	e := newDockerEnv(t, "--retry-isolation", "docker")
 	_, sc := e.call("ask_cline", map[string]any{"prompt": "go fake:http_429"})
-	if sc["kind"] != "transient_provider_error" || num(sc, "attempts") != 2 {
+	if sc["kind"] != "transient_provider_error" || mcpsession.Num(sc, "attempts") != 2 {
 		t.Fatalf("got %v after %v attempts", sc["kind"], sc["attempts"])
 	}
 	if got := fmt.Sprint(sc["attemptIsolation"]); got != "[host docker]" {

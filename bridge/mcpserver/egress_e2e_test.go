@@ -72,7 +72,7 @@ func probeNet(t *testing.T, e *env, query string) (map[string]any, map[string]an
 	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Probe fake:probe_net?" + query})
 	wantDockerOK(t, sc)
 	var rep map[string]any
-	if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+	if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 		t.Fatalf("probe report %q: %v", sc["text"], err)
 	}
 	t.Logf("probe %s: %v; warnings %v", query, rep, sc["warnings"])

@@ -50,7 +50,7 @@ func TestDockerEscapeAttributesDrivers(t *testing.T) {
 	if files["README.md"] != "M" || files[".gitattributes"] != "A" || files["hostile.sh"] != "A" {
 		t.Errorf("changedFiles %v, want README.md M, .gitattributes and hostile.sh A", files)
 	}
-	if d := str(sc, "diff"); !strings.Contains(d, "+edited for the textconv attack") {
+	if d := mcpsession.Str(sc, "diff"); !strings.Contains(d, "+edited for the textconv attack") {
 		t.Errorf("diff lacks the edit as it is on disk:\n%s", d)
 	}
 }
@@ -97,7 +97,7 @@ func TestDockerEscapeWorkspaceRedirectsAtUsersWorktree(t *testing.T) {
 	if got := gitOut(t, yours, "diff", "--cached", "--name-only"); got != "README.md" {
 		t.Errorf("the user's staged change: got %q", got)
 	}
-	if readFile(t, filepath.Join(yours, "draft.txt")) != "unsaved work\n" {
+	if mcpsession.ReadFile(t, filepath.Join(yours, "draft.txt")) != "unsaved work\n" {
 		t.Errorf("the user's uncommitted file changed")
 	}
 	if wts := worktreeList(t, e.work); len(wts) != 2 || !slices.Contains(wts, yours) {
@@ -145,16 +145,16 @@ func TestDockerEscapeSettingsRewrites(t *testing.T) {
 	if got := fmt.Sprint(rep["providers_seen"]); got != "[openai-compatible]" {
 		t.Errorf("the container's copy held providers %s, want only the one the run uses", got)
 	}
-	raw := readFile(t, e.providers)
+	raw := mcpsession.ReadFile(t, e.providers)
 	if strings.Contains(raw, evil) || strings.Contains(raw, `"evil"`) || strings.Contains(raw, "X-Exfiltrate") {
 		t.Fatalf("the rewrite reached the host's providers.json:\n%s", raw)
 	}
 	p := e.readProviders()
-	if got := dig(p, "providers", "openai-compatible", "settings", "auth", "accessToken"); got != "tok-refreshed" {
+	if got := mcpsession.Dig(p, "providers", "openai-compatible", "settings", "auth", "accessToken"); got != "tok-refreshed" {
 		t.Errorf("the token refresh was not merged: %v", got)
 	}
-	if p["lastUsedProvider"] != "openai-compatible" || dig(p, "providers", "openai-compatible", "settings", "baseUrl") != "http://127.0.0.1:18080/v1" ||
-		dig(p, "providers", "anthropic", "settings", "apiKey") != "sk-other-provider-key" {
+	if p["lastUsedProvider"] != "openai-compatible" || mcpsession.Dig(p, "providers", "openai-compatible", "settings", "baseUrl") != "http://127.0.0.1:18080/v1" ||
+		mcpsession.Dig(p, "providers", "anthropic", "settings", "apiKey") != "sk-other-provider-key" {
 		t.Errorf("settings changed beyond the token: %s", raw)
 	}
 	warns := fmt.Sprint(sc["warnings"])
@@ -179,21 +179,21 @@ func TestDockerEscapeSettingsFileReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, hostFile, strings.Replace(oauthProviders, "tok-old", markerToken, 1))
-	before := readFile(t, e.providers)
+	before := mcpsession.ReadFile(t, e.providers)
 	for kind, want := range map[string]string{"symlink": "a symlink", "dirlink": "settings dir was replaced", "fifo": "a FIFO", "huge": "over the", "invalid": "unusable settings copy"} {
 		sc, _ := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Replace fake:attack_settings_file?kind=" + kind + "&target=" + url.QueryEscape(hostFile) + "&marker=" + kind + ".txt"})
 		wantDockerOK(t, sc)
 		if rep := report(t, sc); rep[kind] != "ok" {
 			t.Fatalf("%s: the attack failed in the container: %v", kind, rep)
 		}
-		if got := readFile(t, e.providers); got != before {
+		if got := mcpsession.ReadFile(t, e.providers); got != before {
 			t.Errorf("%s: the host's providers.json changed:\n%s", kind, got)
 		}
 		if w := fmt.Sprint(sc["warnings"]); !strings.Contains(w, want) {
 			t.Errorf("%s: warnings %s, want one saying %q", kind, w, want)
 		}
 	}
-	if strings.Contains(readFile(t, e.providers), markerToken) {
+	if strings.Contains(mcpsession.ReadFile(t, e.providers), markerToken) {
 		t.Fatalf("the host file's content reached providers.json")
 	}
 }
@@ -213,7 +213,7 @@ func TestDockerEscapeSymlinkToHostFile(t *testing.T) {
 	}
 	sc := mcpsession.Structured(t, res)
 	wantDockerOK(t, sc)
-	if !strings.Contains(str(sc, "text"), `"symlink":"ok"`) {
+	if !strings.Contains(mcpsession.Str(sc, "text"), `"symlink":"ok"`) {
 		t.Fatalf("the attack did not create its link: %s", sc["text"])
 	}
 	if target, err := os.Readlink(filepath.Join(e.work, "leak.txt")); err != nil || target != hostFile {
@@ -222,7 +222,7 @@ func TestDockerEscapeSymlinkToHostFile(t *testing.T) {
 	if files := mcpsession.ChangedFiles(sc); files["leak.txt"] != "A" {
 		t.Errorf("changedFiles %v, want leak.txt A", files)
 	}
-	if !strings.Contains(str(sc, "diff"), "+"+hostFile) {
+	if !strings.Contains(mcpsession.Str(sc, "diff"), "+"+hostFile) {
 		t.Errorf("the diff does not show the link as a link:\n%s", sc["diff"])
 	}
 	all, _ := e.sess.Lines()
@@ -250,7 +250,7 @@ func TestDockerEscapeWeirdFileNames(t *testing.T) {
 		t.Errorf("changedFiles %q, want exactly %q", files, names)
 	}
 	for _, s := range []string{`"b/new\nline.txt"`, `"b/tab\tname.txt"`, `"b/ctrl\001name.txt"`, "b/-n", "b/--output=x"} {
-		if !strings.Contains(str(sc, "diff"), s) {
+		if !strings.Contains(mcpsession.Str(sc, "diff"), s) {
 			t.Errorf("diff lacks %s:\n%s", s, sc["diff"])
 		}
 	}

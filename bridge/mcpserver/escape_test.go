@@ -33,7 +33,7 @@ func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
 func report(t *testing.T, sc map[string]any) map[string]any {
 	t.Helper()
 	var rep map[string]any
-	if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+	if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 		t.Fatalf("attack report %q: %v", sc["text"], err)
 	}
 	if rep["marker"] != "ok" {
@@ -62,7 +62,7 @@ func TestHostApplyNestedRepoFilterNeverRuns(t *testing.T) {
 	marker, cmd := hostMarker(t, e)
 	sub := filepath.Join(e.work, "sub")
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Plant fake:attack_nested_repo?" + cmd, "cwd": sub})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	nestedRepoContained(t, sc, sub, marker)
 }
 
@@ -92,7 +92,7 @@ func TestHostApplyRepoConfigDriversNeverRun(t *testing.T) {
 	gitInit(t, e.work, map[string]string{"README.md": "hi\n"})
 	marker, cmd := hostMarker(t, e)
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Textconv fake:attack_attributes?" + cmd})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	rep := report(t, sc)
 	if rep["git_config"] != "ok" {
 		t.Fatalf("on the host the run can write .git/config, but the attack says %v", rep["git_config"])
@@ -100,7 +100,7 @@ func TestHostApplyRepoConfigDriversNeverRun(t *testing.T) {
 	if exists(marker) {
 		t.Fatalf("the server's git ran a program the run configured")
 	}
-	if d := str(sc, "diff"); !strings.Contains(d, "+edited for the textconv attack") {
+	if d := mcpsession.Str(sc, "diff"); !strings.Contains(d, "+edited for the textconv attack") {
 		t.Errorf("diff lacks the edit as it is on disk:\n%s", d)
 	}
 	springsForPlainGit(t, e.work, marker, "diff")

@@ -25,15 +25,6 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func writeFile(t *testing.T, p, s string) {
 	t.Helper()
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
@@ -55,7 +46,7 @@ func TestApplyReturnsExactlyTheRunsChanges(t *testing.T) {
 		"prompt": "Edit things fake:edit_many?modify=README.md&create=new_file.txt&delete=gone.txt&rename=old.txt:renamed.txt",
 		"cwd":    repo,
 	})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	files := mcpsession.ChangedFiles(sc)
 	want := map[string]string{"README.md": "M", "new_file.txt": "A", "gone.txt": "D", "renamed.txt": "R"}
 	for p, st := range want {
@@ -68,7 +59,7 @@ func TestApplyReturnsExactlyTheRunsChanges(t *testing.T) {
 			t.Errorf("the user's pre-existing change %s was reported as Cline's", p)
 		}
 	}
-	diff := str(sc, "diff")
+	diff := mcpsession.Str(sc, "diff")
 	for _, frag := range []string{"README.md", "new_file.txt", "gone.txt", "renamed.txt"} {
 		if !strings.Contains(diff, frag) {
 			t.Errorf("diff lacks %s:\n%s", frag, diff)
@@ -77,14 +68,14 @@ func TestApplyReturnsExactlyTheRunsChanges(t *testing.T) {
 	if strings.Contains(diff, "user.txt") || strings.Contains(diff, "scratch.txt") {
 		t.Errorf("diff includes the user's own changes:\n%s", diff)
 	}
-	if readFile(t, filepath.Join(repo, "user.txt")) != "mine, edited by the user\n" || readFile(t, filepath.Join(repo, "scratch.txt")) != "user's untracked notes\n" {
+	if mcpsession.ReadFile(t, filepath.Join(repo, "user.txt")) != "mine, edited by the user\n" || mcpsession.ReadFile(t, filepath.Join(repo, "scratch.txt")) != "user's untracked notes\n" {
 		t.Errorf("the user's uncommitted work was changed")
 	}
 	if !strings.Contains(gitOut(t, repo, "diff", "--cached", "--name-only"), "user.txt") {
 		t.Errorf("the user's staged change was unstaged")
 	}
-	if str(sc, "headBefore") == "" || str(sc, "headBefore") != str(sc, "headAfter") {
-		t.Errorf("headBefore %q headAfter %q", str(sc, "headBefore"), str(sc, "headAfter"))
+	if mcpsession.Str(sc, "headBefore") == "" || mcpsession.Str(sc, "headBefore") != mcpsession.Str(sc, "headAfter") {
+		t.Errorf("headBefore %q headAfter %q", mcpsession.Str(sc, "headBefore"), mcpsession.Str(sc, "headAfter"))
 	}
 	_ = statusBefore
 	if !strings.Contains(mcpsession.Text(res), "Changed files:") {
@@ -102,13 +93,13 @@ func TestApplyCommitIsReported(t *testing.T) {
 	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
 	head := gitOut(t, e.work, "rev-parse", "HEAD")
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Commit please fake:commit?path=c.txt&message=sneaky", "cwd": e.work})
-	wantKind(t, res, sc, "commit_created")
-	msg := str(sc, "message")
+	mcpsession.WantKind(t, res, sc, "commit_created")
+	msg := mcpsession.Str(sc, "message")
 	if !strings.Contains(msg, head) || !strings.Contains(msg, "git reset --soft") {
 		t.Errorf("message lacks the old HEAD and the undo command: %s", msg)
 	}
 	g, _ := sc["git"].(map[string]any)
-	if str(g, "headBefore") != head || str(g, "headAfter") == head || str(g, "headAfter") == "" {
+	if mcpsession.Str(g, "headBefore") != head || mcpsession.Str(g, "headAfter") == head || mcpsession.Str(g, "headAfter") == "" {
 		t.Errorf("git evidence wrong: %v", g)
 	}
 	// Text of apply errors is JSON (seed).
@@ -126,8 +117,8 @@ func TestApplyEditThenTransientNotRetried(t *testing.T) {
 	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
 	// An edit followed by a transient provider error: retrying could repeat the edit.
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Edit then fail fake:edit_then_fail?path=x.txt", "cwd": e.work})
-	wantKind(t, res, sc, "transient_provider_error")
-	if num(sc, "attempts") != 1 {
+	mcpsession.WantKind(t, res, sc, "transient_provider_error")
+	if mcpsession.Num(sc, "attempts") != 1 {
 		t.Errorf("got attempts %v, want 1", sc["attempts"])
 	}
 	if n := len(e.records()); n != 1 {
@@ -148,8 +139,8 @@ func TestApplyTransientWithoutChangesIsRetried(t *testing.T) {
 	e := newEnv(t)
 	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "go fake:http_429_then_ok?key=apply", "cwd": e.work})
-	wantOK(t, res, sc)
-	if num(sc, "attempts") != 2 {
+	mcpsession.WantOK(t, res, sc)
+	if mcpsession.Num(sc, "attempts") != 2 {
 		t.Errorf("got attempts %v, want 2", sc["attempts"])
 	}
 }
@@ -157,7 +148,7 @@ func TestApplyTransientWithoutChangesIsRetried(t *testing.T) {
 func TestApplyNotGit(t *testing.T) {
 	e := newEnv(t)
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Edit please", "cwd": e.work})
-	wantKind(t, res, sc, "workspace_not_git")
+	mcpsession.WantKind(t, res, sc, "workspace_not_git")
 	if len(e.records()) != 0 {
 		t.Errorf("the CLI was spawned for a non-git cwd")
 	}
@@ -180,9 +171,9 @@ func TestWorkspaceRunsInDetachedWorktreeAndRemovesIt(t *testing.T) {
 	writeFile(t, filepath.Join(e.work, "README.md"), "uncommitted edit\n")
 	head := gitOut(t, e.work, "rev-parse", "HEAD")
 	res, sc := e.call("ask_cline_workspace", map[string]any{"prompt": "Read it fake:read?path=README.md", "cwd": e.work})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	wt, _ := sc["worktree"].(map[string]any)
-	if str(wt, "commit") != head || wt["removed"] != true {
+	if mcpsession.Str(wt, "commit") != head || wt["removed"] != true {
 		t.Errorf("worktree report %v, want commit %s removed true", wt, head)
 	}
 	r := e.records()[0]
@@ -195,7 +186,7 @@ func TestWorkspaceRunsInDetachedWorktreeAndRemovesIt(t *testing.T) {
 	if wts := worktreeList(t, e.work); len(wts) != 1 {
 		t.Errorf("git worktree list shows %v, want only the main worktree", wts)
 	}
-	if readFile(t, filepath.Join(e.work, "README.md")) != "uncommitted edit\n" {
+	if mcpsession.ReadFile(t, filepath.Join(e.work, "README.md")) != "uncommitted edit\n" {
 		t.Errorf("the user's uncommitted change was touched")
 	}
 	if r.Env["CLINE_GLOBAL_SETTINGS_PATH"] == "" {
@@ -207,7 +198,7 @@ func TestWorkspaceCleanupAfterTimeoutAndCancel(t *testing.T) {
 	e := newEnv(t)
 	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
 	res, sc := e.call("ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work, "timeoutSeconds": 1})
-	wantKind(t, res, sc, "timeout")
+	mcpsession.WantKind(t, res, sc, "timeout")
 	if wts := worktreeList(t, e.work); len(wts) != 1 {
 		t.Errorf("after a timeout: worktrees %v", wts)
 	}
@@ -218,12 +209,12 @@ func TestWorkspaceCleanupAfterTimeoutAndCancel(t *testing.T) {
 		defer close(done)
 		_, _ = e.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, nil)
 	}()
-	if !eventually(20*time.Second, func() bool { return len(e.records()) > before }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) > before }) {
 		t.Fatal("the run never started")
 	}
 	cancel()
 	<-done
-	if !eventually(10*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 }) {
+	if !mcpsession.Eventually(10*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 }) {
 		t.Errorf("after a cancel: worktrees %v", worktreeList(t, e.work))
 	}
 	wantWithheld(t, e.sess, "")
@@ -237,7 +228,7 @@ func TestWorkspaceCleanupAfterTimeoutAndCancel(t *testing.T) {
 func TestWorkspaceNotGit(t *testing.T) {
 	e := newEnv(t)
 	res, sc := e.call("ask_cline_workspace", map[string]any{"prompt": "Read please", "cwd": e.work})
-	wantKind(t, res, sc, "workspace_not_git")
+	mcpsession.WantKind(t, res, sc, "workspace_not_git")
 }
 
 func TestRepoWithFailingHooksStillWorks(t *testing.T) {
@@ -250,9 +241,9 @@ func TestRepoWithFailingHooksStillWorks(t *testing.T) {
 		}
 	}
 	res, sc := e.call("ask_cline_workspace", map[string]any{"prompt": "Read please", "cwd": e.work})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	res, sc = e.call("apply_cline_edits", map[string]any{"prompt": "Edit fake:edit?path=h.txt", "cwd": e.work})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 }
 
 func TestCrashLeftoverWorktreeSweptAtStart(t *testing.T) {
@@ -269,7 +260,7 @@ func TestCrashLeftoverWorktreeSweptAtStart(t *testing.T) {
 	// A new server over the same temp dir sweeps it at start-up.
 	e2 := newEnvLike(t, e)
 	_ = e2
-	if !eventually(20*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 }) {
 		t.Errorf("the leftover worktree was not swept: %v", worktreeList(t, e.work))
 	}
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {

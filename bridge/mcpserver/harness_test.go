@@ -178,7 +178,7 @@ func (e *env) hangingWorkspaceRun() mcpsession.Record {
 		defer cancel()
 		_, _ = e.sess.CallErr(ctx, "ask_cline_workspace", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, nil)
 	}()
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
 		e.t.Fatal("the run never started")
 	}
 	return e.records()[0]
@@ -187,34 +187,6 @@ func (e *env) hangingWorkspaceRun() mcpsession.Record {
 func (e *env) records() []mcpsession.Record {
 	e.t.Helper()
 	return mcpsession.ReadRecords(e.t, e.record)
-}
-
-func str(m map[string]any, k string) string {
-	s, _ := m[k].(string)
-	return s
-}
-
-func num(m map[string]any, k string) float64 {
-	f, _ := m[k].(float64)
-	return f
-}
-
-// wantKind asserts a failure of the given kind.
-func wantKind(t *testing.T, res *mcp.CallToolResult, sc map[string]any, kind string) {
-	t.Helper()
-	if !res.IsError || sc["ok"] != false {
-		t.Fatalf("got ok result %v, want kind %s", sc, kind)
-	}
-	if got := str(sc, "kind"); got != kind {
-		t.Fatalf("got kind %q (message %q), want %q", got, str(sc, "message"), kind)
-	}
-}
-
-func wantOK(t *testing.T, res *mcp.CallToolResult, sc map[string]any) {
-	t.Helper()
-	if res.IsError || sc["ok"] != true {
-		t.Fatalf("got failure %s: %s", str(sc, "kind"), str(sc, "message"))
-	}
 }
 
 // wantWithheld asserts the contract for a call the client cancelled: the server's log records
@@ -226,7 +198,7 @@ func wantWithheld(t *testing.T, s *mcpsession.Session, msg string) {
 	if msg != "" {
 		subs = append(subs, msg)
 	}
-	if !eventually(10*time.Second, func() bool {
+	if !mcpsession.Eventually(10*time.Second, func() bool {
 		l := s.Stderr()
 		for _, sub := range subs {
 			if !strings.Contains(l, sub) {
@@ -240,29 +212,6 @@ func wantWithheld(t *testing.T, s *mcpsession.Session, msg string) {
 	if w := strings.Join(linesOf(s), ""); strings.Contains(w, `"kind":"cancelled"`) || strings.Contains(w, `\"kind\": \"cancelled\"`) {
 		t.Errorf("the cancelled call was answered on the wire")
 	}
-}
-
-// eventually polls cond up to d.
-func eventually(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 func gitInit(t *testing.T, dir string, files map[string]string) {

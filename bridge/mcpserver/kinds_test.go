@@ -49,14 +49,14 @@ func TestOutcomeKinds(t *testing.T) {
 			}
 			res, sc := e.call("ask_cline", args)
 			if c.ok {
-				wantOK(t, res, sc)
-				if !strings.Contains(str(sc, "text"), c.message) {
-					t.Errorf("got text %q, want it to contain %q", str(sc, "text"), c.message)
+				mcpsession.WantOK(t, res, sc)
+				if !strings.Contains(mcpsession.Str(sc, "text"), c.message) {
+					t.Errorf("got text %q, want it to contain %q", mcpsession.Str(sc, "text"), c.message)
 				}
 			} else {
-				wantKind(t, res, sc, c.kind)
-				if !strings.Contains(str(sc, "message"), c.message) {
-					t.Errorf("got message %q, want it to contain %q", str(sc, "message"), c.message)
+				mcpsession.WantKind(t, res, sc, c.kind)
+				if !strings.Contains(mcpsession.Str(sc, "message"), c.message) {
+					t.Errorf("got message %q, want it to contain %q", mcpsession.Str(sc, "message"), c.message)
 				}
 				text := mcpsession.Text(res)
 				for _, part := range []string{"Kind: " + c.kind, "Message: ", "Exit code: ", "Attempts: " + strconv.Itoa(c.attempts), "Stderr tail:", "Stdout tail:"} {
@@ -70,7 +70,7 @@ func TestOutcomeKinds(t *testing.T) {
 					}
 				}
 			}
-			if got := int(num(sc, "attempts")); got != c.attempts {
+			if got := int(mcpsession.Num(sc, "attempts")); got != c.attempts {
 				t.Errorf("got attempts %d, want %d", got, c.attempts)
 			}
 			if c.warning != "" {
@@ -95,15 +95,15 @@ func TestTimeoutOver120NotRetried(t *testing.T) {
 	// using a scenario that ends quickly but asserting the retry policy on a real timeout needs
 	// the full wait, so this checks the seed's boundary with a short run instead.
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "go fake:hang", "timeoutSeconds": 2})
-	wantKind(t, res, sc, "timeout")
-	msg := str(sc, "message")
+	mcpsession.WantKind(t, res, sc, "timeout")
+	msg := mcpsession.Str(sc, "message")
 	if !strings.Contains(msg, "2 s") {
 		t.Errorf("timeout message %q does not name the configured limit", msg)
 	}
-	if num(sc, "attempts") != 2 {
+	if mcpsession.Num(sc, "attempts") != 2 {
 		t.Errorf("got attempts %v, want 2 for timeoutSeconds 2 (<= 120)", sc["attempts"])
 	}
-	if !strings.Contains(str(sc, "retryable"), "") || sc["retryable"] != true {
+	if !strings.Contains(mcpsession.Str(sc, "retryable"), "") || sc["retryable"] != true {
 		t.Errorf("a timeout should be marked retryable, got %v", sc["retryable"])
 	}
 }
@@ -111,11 +111,11 @@ func TestTimeoutOver120NotRetried(t *testing.T) {
 func TestMissingExecutable(t *testing.T) {
 	e := newEnv(t, "--cline", filepath.Join(t.TempDir(), "no-such-cline"))
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "hello there"})
-	wantKind(t, res, sc, "launch_failed")
-	if !strings.Contains(str(sc, "message"), "npm install -g cline") {
-		t.Errorf("message %q does not say how to fix it", str(sc, "message"))
+	mcpsession.WantKind(t, res, sc, "launch_failed")
+	if !strings.Contains(mcpsession.Str(sc, "message"), "npm install -g cline") {
+		t.Errorf("message %q does not say how to fix it", mcpsession.Str(sc, "message"))
 	}
-	if num(sc, "attempts") != 1 {
+	if mcpsession.Num(sc, "attempts") != 1 {
 		t.Errorf("got attempts %v, want 1", sc["attempts"])
 	}
 }
@@ -128,11 +128,11 @@ func TestExecutableVanishedMidUpdate(t *testing.T) {
 	}
 	e := newEnv(t, "--cline", link)
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "hello there"})
-	wantKind(t, res, sc, "cline_updating")
-	if !strings.Contains(str(sc, "message"), "Cline CLI is missing or being updated; retry in ~30 s") {
-		t.Errorf("got message %q", str(sc, "message"))
+	mcpsession.WantKind(t, res, sc, "cline_updating")
+	if !strings.Contains(mcpsession.Str(sc, "message"), "Cline CLI is missing or being updated; retry in ~30 s") {
+		t.Errorf("got message %q", mcpsession.Str(sc, "message"))
 	}
-	if num(sc, "attempts") != 2 {
+	if mcpsession.Num(sc, "attempts") != 2 {
 		t.Errorf("got attempts %v, want 2 (cline_updating is retried once)", sc["attempts"])
 	}
 }
@@ -141,11 +141,11 @@ func TestSettlementGraceWithGrandchildHoldingStdio(t *testing.T) {
 	e := newEnv(t)
 	start := time.Now()
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "go fake:grandchild_holds_stdio?seconds=60"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("the call waited %v for a grandchild holding stdio; it must settle ~500 ms after exit", d)
 	}
-	tail := str(sc, "text")
+	tail := mcpsession.Str(sc, "text")
 	_ = tail
 	recs := e.records()
 	if len(recs) == 0 {
@@ -153,7 +153,7 @@ func TestSettlementGraceWithGrandchildHoldingStdio(t *testing.T) {
 	}
 	// Everything in the CLI's process group is gone after the call: the grandchild too.
 	pgid := recs[0].PGID
-	if !eventually(5*time.Second, func() bool { return !alive(-pgid) }) {
+	if !mcpsession.Eventually(5*time.Second, func() bool { return !alive(-pgid) }) {
 		t.Errorf("process group %d still has members after the call", pgid)
 	}
 }
@@ -166,14 +166,14 @@ func TestCancelKillsTheRun(t *testing.T) {
 		_, err := e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, "tok-cancel")
 		done <- err
 	}()
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
 		t.Fatal("the CLI never started")
 	}
 	pid := e.records()[0].PID
 	start := time.Now()
 	cancel()
 	<-done
-	if !eventually(5*time.Second, func() bool { return !alive(pid) }) {
+	if !mcpsession.Eventually(5*time.Second, func() bool { return !alive(pid) }) {
 		t.Fatalf("the CLI (pid %d) is still alive %v after notifications/cancelled", pid, time.Since(start))
 	}
 	if d := time.Since(start); d > 2500*time.Millisecond {
@@ -197,7 +197,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 		_, _ = e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:http_429", "cwd": e.work}, "tok-backoff")
 		close(done)
 	}()
-	if !eventually(20*time.Second, func() bool {
+	if !mcpsession.Eventually(20*time.Second, func() bool {
 		for _, n := range e.sess.Notifications("notifications/progress") {
 			if m, _ := n.Params.AdditionalFields["message"].(string); strings.Contains(m, "retrying") {
 				return true

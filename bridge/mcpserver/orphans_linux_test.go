@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // TestOrphansSweptAtStart: when the lifeline is lost too (its watchdog killed before the server),
@@ -23,7 +25,7 @@ func TestOrphansSweptAtStart(t *testing.T) {
 		t.Fatalf("no lifeline watchdog for server %d", server)
 	}
 	_ = syscall.Kill(dog, syscall.SIGKILL)
-	if !eventually(5*time.Second, func() bool { return !alive(dog) }) {
+	if !mcpsession.Eventually(5*time.Second, func() bool { return !alive(dog) }) {
 		t.Fatalf("the watchdog %d survived SIGKILL", dog)
 	}
 	_ = e.sess.Cmd.Process.Kill()
@@ -34,7 +36,7 @@ func TestOrphansSweptAtStart(t *testing.T) {
 		t.Fatalf("Cline %d died with its server although the lifeline was gone; the test would prove nothing", rec.PID)
 	}
 	newEnvLike(t, e)
-	if !eventually(10*time.Second, func() bool { return !alive(rec.PID) }) {
+	if !mcpsession.Eventually(10*time.Second, func() bool { return !alive(rec.PID) }) {
 		t.Errorf("the orphaned Cline %d still runs after a new server started", rec.PID)
 	}
 }
@@ -43,7 +45,7 @@ func TestOrphansSweptAtStart(t *testing.T) {
 func watchdogOf(t *testing.T, server int) int {
 	t.Helper()
 	var found int
-	eventually(5*time.Second, func() bool {
+	mcpsession.Eventually(5*time.Second, func() bool {
 		ents, _ := os.ReadDir("/proc")
 		for _, ent := range ents {
 			pid, err := strconv.Atoi(ent.Name())

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // TestAnalysisWorkspaceHooks: a repository with its own Cline hook is not analysed on the host
@@ -23,7 +25,7 @@ func TestAnalysisWorkspaceHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, sc := e.call("ask_cline", map[string]any{"prompt": "Reply with PONG"})
-	if sc["kind"] != "launch_failed" || !strings.Contains(str(sc, "message"), filepath.Join(".cline", "hooks")) {
+	if sc["kind"] != "launch_failed" || !strings.Contains(mcpsession.Str(sc, "message"), filepath.Join(".cline", "hooks")) {
 		t.Errorf("host: got %v %q, want launch_failed naming .cline/hooks", sc["kind"], sc["message"])
 	}
 	if n := len(e.records()); n != 0 {

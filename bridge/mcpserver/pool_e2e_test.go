@@ -20,7 +20,7 @@ func touchedPaths(t *testing.T, sc map[string]any) map[string]string {
 	list, _ := worktreeReport(t, sc)["touched"].([]any)
 	for _, f := range list {
 		m, _ := f.(map[string]any)
-		out[str(m, "path")] = str(m, "status")
+		out[mcpsession.Str(m, "path")] = mcpsession.Str(m, "status")
 	}
 	return out
 }
@@ -98,7 +98,7 @@ func TestDockerWorkspacePoolGitStatusClean(t *testing.T) {
 		wantDockerOK(t, sc)
 		wantPool(t, sc, true, true)
 		var rep map[string]map[string]any
-		if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 			t.Fatalf("probe report %q: %v", sc["text"], err)
 		}
 		if rep["status"]["ok"] != true || strings.TrimSpace(fmt.Sprint(rep["status"]["output"])) != "" {

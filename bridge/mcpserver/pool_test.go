@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/internal/filetree"
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // The worktree pool through the built server (--workspace-pool): a reused worktree holds exactly
@@ -81,7 +82,7 @@ func (e *env) noWorktreesLeft(why string) {
 		m, _ := filepath.Glob(filepath.Join(e.root, "tmp", "cline-mcp-worktrees", "*"))
 		return m
 	}
-	if !eventually(20*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 && len(dirs()) == 0 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 && len(dirs()) == 0 }) {
 		t.Errorf("%s: worktrees %v, dirs %v", why, worktreeList(t, e.work), dirs())
 	}
 }
@@ -106,7 +107,7 @@ func TestWorkspacePoolReuseAfterLeftovers(t *testing.T) {
 	leftovers := "Go fake:attack_leftovers?target=" + outside
 
 	res, sc := e.call("ask_cline_workspace", args(leftovers))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if rep := report(t, sc); rep["delete"] != "ok" || rep["link"] != "ok" || rep["ignored"] != "ok" {
 		t.Fatalf("the run could not change the worktree: %v", rep)
 	}
@@ -114,7 +115,7 @@ func TestWorkspacePoolReuseAfterLeftovers(t *testing.T) {
 	first := e.lastCwd()
 
 	res, sc = e.call("ask_cline_workspace", args(leftovers))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	wantPool(t, sc, true, true)
 	if got := e.lastCwd(); got != first {
 		t.Errorf("second call ran in %s, want the pooled %s", got, first)
@@ -125,7 +126,7 @@ func TestWorkspacePoolReuseAfterLeftovers(t *testing.T) {
 	}
 
 	res, sc = e.call("ask_cline_workspace", args("Read fake:read?path=README.md"))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	wantPool(t, sc, true, true)
 	wantTree(t, "the idle pooled worktree", workTree(t, first), head)
 	if got := workTree(t, outside); len(got) != 1 || !strings.Contains(got["keep.txt"], "keep") {
@@ -134,12 +135,12 @@ func TestWorkspacePoolReuseAfterLeftovers(t *testing.T) {
 
 	// probe_git reports the status git sees in the reused worktree, then commits there.
 	res, sc = e.call("ask_cline_workspace", args("Git fake:probe_git"))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	rep := report2(t, sc)
-	if st := fmt.Sprint(dig(rep, "status", "output")); strings.TrimSpace(st) != "" {
+	if st := fmt.Sprint(mcpsession.Dig(rep, "status", "output")); strings.TrimSpace(st) != "" {
 		t.Errorf("git status in the reused worktree: %q, want clean", st)
 	}
-	if dig(rep, "commit", "ok") != true {
+	if mcpsession.Dig(rep, "commit", "ok") != true {
 		t.Fatalf("the probe could not commit on the host: %v", rep)
 	}
 	wantPool(t, sc, true, false)
@@ -151,7 +152,7 @@ func TestWorkspacePoolReuseAfterLeftovers(t *testing.T) {
 	}
 
 	res, sc = e.call("ask_cline_workspace", args("Read fake:read?path=README.md"))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	wantPool(t, sc, false, true)
 	wantTree(t, "a fresh pooled worktree", workTree(t, e.lastCwd()), head)
 
@@ -165,7 +166,7 @@ func TestWorkspacePoolReuseAfterLeftovers(t *testing.T) {
 func report2(t *testing.T, sc map[string]any) map[string]any {
 	t.Helper()
 	var rep map[string]any
-	if err := json.Unmarshal([]byte(str(sc, "text")), &rep); err != nil {
+	if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 		t.Fatalf("probe report %q: %v", sc["text"], err)
 	}
 	return rep
@@ -183,7 +184,7 @@ func TestWorkspacePoolDiscardsTampered(t *testing.T) {
 	args := func(prompt string) map[string]any { return map[string]any{"prompt": prompt, "cwd": e.work} }
 
 	res, sc := e.call("ask_cline_workspace", args("Redirect fake:attack_redirect?gitfile=plant&gitdir=plant&"+cmd))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if rep := report(t, sc); rep["gitfile"] != "ok" {
 		t.Fatalf("the attack could not rewrite the pointer: %v", rep)
 	}
@@ -197,11 +198,11 @@ func TestWorkspacePoolDiscardsTampered(t *testing.T) {
 	}
 
 	res, sc = e.call("ask_cline_workspace", args("Plant fake:attack_nested_repo?dir=src&"+cmd))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	wantPool(t, sc, false, true)
 	planted := e.lastCwd()
 	res, sc = e.call("ask_cline_workspace", args("Read fake:read?path=README.md"))
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	wantPool(t, sc, false, true)
 	if !warned(sc, "failed its check before the run") || !warned(sc, "a .git was planted") {
 		t.Errorf("warnings %v: want the replaced pooled worktree explained", sc["warnings"])
@@ -258,7 +259,7 @@ func TestWorkspacePoolSweptAfterCrash(t *testing.T) {
 	gitInit(t, e.work, poolRepo)
 	e.start("--workspace-pool", "1")
 	res, sc := e.call("ask_cline_workspace", map[string]any{"prompt": "Read fake:read?path=README.md", "cwd": e.work})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	wantPool(t, sc, false, true)
 	idle := e.lastCwd()
 	_ = e.sess.Cmd.Process.Kill()

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // authFixture is committed code full of password/token/Bearer identifiers, the kind the old
@@ -106,8 +108,8 @@ func TestApplyDiffOfCodeIsExact(t *testing.T) {
 	params.Set("old", "// TODO: check the token\n")
 	params.Set("new", authEdit)
 	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": editPrompt(params), "cwd": repo})
-	wantOK(t, res, sc)
-	got := str(sc, "diff")
+	mcpsession.WantOK(t, res, sc)
+	got := mcpsession.Str(sc, "diff")
 	want := stagedDiff(t, repo)
 	if !strings.Contains(want, "Bearer ${token}") || !strings.Contains(want, "deploy.sh") {
 		t.Fatalf("the run did not make the edits; git diff:\n%s", want)
@@ -131,8 +133,8 @@ func TestApplyDiffOfCodeIsExact(t *testing.T) {
 	params.Set("old", "\treturn send(")
 	params.Set("new", "\tgh := github.NewClient(\""+pat+"\") // token for the password reset\n\treturn send(")
 	res, sc = e.call("apply_cline_edits", map[string]any{"prompt": editPrompt(params), "cwd": repo})
-	wantOK(t, res, sc)
-	got = str(sc, "diff")
+	mcpsession.WantOK(t, res, sc)
+	got = mcpsession.Str(sc, "diff")
 	want = stagedDiff(t, repo)
 	wantRedacted := strings.NewReplacer(pat, "[REDACTED]", keyLine, "[REDACTED]").Replace(want)
 	if want == wantRedacted {
@@ -156,8 +158,8 @@ func TestAnswerQuotingCodeIsExact(t *testing.T) {
 	const code = "Use `req.Header.Set(\"Authorization\", \"Bearer \"+token)` and `password=form.value`; Secret: cfg.Secret, API_KEY=$API_KEY."
 	const pat = "ghp_R4nD0mT0k3nV4lu3aBcDeFgHiJkLmNoPqRsT"
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Explain fake:pong?" + url.Values{"text": {code + " Your token " + pat + " leaked."}}.Encode()})
-	wantOK(t, res, sc)
-	if got, want := str(sc, "text"), code+" Your token [REDACTED] leaked."; got != want {
+	mcpsession.WantOK(t, res, sc)
+	if got, want := mcpsession.Str(sc, "text"), code+" Your token [REDACTED] leaked."; got != want {
 		t.Errorf("text = %q, want %q", got, want)
 	}
 }
@@ -189,8 +191,8 @@ func TestKnownSecretsRedactedInAnswers(t *testing.T) {
 	e.startWithEnv([]string{"ACME_ACCESS=" + plain}, "--docker-env", "ACME_ACCESS")
 	text := "account " + account + ", with prefix workos:" + account + ", acme " + plain + "."
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Tell fake:pong?" + url.Values{"text": {text}}.Encode()})
-	wantOK(t, res, sc)
-	if got, want := str(sc, "text"), "account [REDACTED], with prefix [REDACTED], acme [REDACTED]."; got != want {
+	mcpsession.WantOK(t, res, sc)
+	if got, want := mcpsession.Str(sc, "text"), "account [REDACTED], with prefix [REDACTED], acme [REDACTED]."; got != want {
 		t.Errorf("text = %q, want %q", got, want)
 	}
 }

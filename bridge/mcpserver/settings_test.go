@@ -23,17 +23,6 @@ func (e *env) readProviders() map[string]any {
 	return mcpsession.ReadJSON(e.t, e.providers)
 }
 
-func dig(m any, path ...string) any {
-	for _, p := range path {
-		mm, ok := m.(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = mm[p]
-	}
-	return m
-}
-
 // TestOverrideRunsOnAPrivateCopy: a call with provider/model runs Cline on a private copy of
 // providers.json (CLINE_PROVIDER_SETTINGS_PATH); afterwards the user's file holds exactly what it
 // held before plus the token the run refreshed, and the copy is gone.
@@ -45,7 +34,7 @@ func TestOverrideRunsOnAPrivateCopy(t *testing.T) {
 		"provider": "openai-native",
 		"model":    "gpt-override",
 	})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if w, _ := sc["warnings"].([]any); len(w) != 0 {
 		t.Errorf("an honest override run gave warnings: %v", w)
 	}
@@ -61,7 +50,7 @@ func TestOverrideRunsOnAPrivateCopy(t *testing.T) {
 		t.Errorf("the private copy %s outlived the call (%v)", rec[0].ProvidersPath, err)
 	}
 	p := e.readProviders()
-	if got := dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != "tok-refreshed-1" {
+	if got := mcpsession.Dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got != "tok-refreshed-1" {
 		t.Errorf("refreshed token: got %v, want tok-refreshed-1 merged back", got)
 	}
 	setDig(p, "tok-saved", "providers", "openai-native", "settings", "auth", "accessToken")
@@ -87,7 +76,7 @@ func TestOverrideOfUnconfiguredProviderLeavesNoTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply please", "provider": "lmstudio", "model": "some-model"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	if rec := e.records(); len(rec) != 1 || rec[0].Provider != "lmstudio" || rec[0].Model != "some-model" {
 		t.Fatalf("the run did not use the override: %+v", rec)
 	}
@@ -105,7 +94,7 @@ func TestCorruptSettingsUntouchedWithWarning(t *testing.T) {
 	corrupt := "{ this is not json\n"
 	e.writeProviders(corrupt)
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply please", "model": "x-model"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	b, err := os.ReadFile(e.providers)
 	if err != nil {
 		t.Fatal(err)
@@ -126,9 +115,9 @@ func TestInvalidEntryWipeIsRepaired(t *testing.T) {
 	bad := strings.Replace(mcpsession.ProvidersTwo, `"model": "gpt-saved",`, `"model": "gpt-saved", "baseUrl": "not a url",`, 1)
 	e.writeProviders(bad)
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply please"})
-	wantOK(t, res, sc)
+	mcpsession.WantOK(t, res, sc)
 	p := e.readProviders()
-	if dig(p, "providers", "openai-compatible", "settings", "apiKey") != "sk-test-123" || dig(p, "providers", "openai-native", "settings", "apiKey") != "sk-native-456" {
+	if mcpsession.Dig(p, "providers", "openai-compatible", "settings", "apiKey") != "sk-test-123" || mcpsession.Dig(p, "providers", "openai-native", "settings", "apiKey") != "sk-native-456" {
 		t.Errorf("providers lost by the CLI's wipe were not restored: %v", p)
 	}
 	if !strings.Contains(fmt.Sprint(sc["warnings"]), "openai") {
@@ -179,10 +168,10 @@ func TestStressMixedOverrides(t *testing.T) {
 	// is one of that provider's refreshed tokens.
 	for k := 0; k < providers; k++ {
 		id := fmt.Sprintf("tok-%d", k)
-		if got := dig(p, "providers", id, "settings", "model"); got != "saved-"+id {
+		if got := mcpsession.Dig(p, "providers", id, "settings", "model"); got != "saved-"+id {
 			t.Errorf("%s model %v, want saved-%s (an override reached the file)", id, got, id)
 		}
-		got, _ := dig(p, "providers", id, "settings", "auth", "accessToken").(string)
+		got, _ := mcpsession.Dig(p, "providers", id, "settings", "auth", "accessToken").(string)
 		if !strings.HasPrefix(got, id+"-at-") {
 			t.Errorf("%s token %q, want one of its refreshed tokens", id, got)
 		}

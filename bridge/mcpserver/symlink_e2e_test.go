@@ -46,7 +46,7 @@ func TestDockerThroughSymlinkedPaths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p := str(wt, "path"); p != "" && !strings.HasPrefix(p, root+string(filepath.Separator)) {
+		if p := mcpsession.Str(wt, "path"); p != "" && !strings.HasPrefix(p, root+string(filepath.Separator)) {
 			t.Errorf("worktree path %q, want it under the resolved TMPDIR %q", p, root)
 		}
 		if wt["removed"] != true {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
 // rawServer is the built server driven over its own stdin and stdout without an MCP client
@@ -281,7 +283,7 @@ func TestCancelledRequestIsNotAnswered(t *testing.T) {
 	e := prepareEnv(t)
 	s := e.startRaw("--progress-heartbeat", "1s")
 	s.call(7, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, "tok-7")
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
 		t.Fatal("the CLI never started")
 	}
 	pid := e.records()[0].PID
@@ -294,7 +296,7 @@ func TestCancelledRequestIsNotAnswered(t *testing.T) {
 		return false
 	})
 	s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 7, "reason": "user pressed Esc"}})
-	if !eventually(5*time.Second, func() bool { return !alive(pid) }) {
+	if !mcpsession.Eventually(5*time.Second, func() bool { return !alive(pid) }) {
 		t.Fatalf("the CLI (pid %d) is still alive after notifications/cancelled", pid)
 	}
 	s.waitLog(10*time.Second, "kind=cancelled", "response withheld")
@@ -317,7 +319,7 @@ func TestStdinClosedAnswersCancelled(t *testing.T) {
 	e := prepareEnv(t)
 	s := e.startRaw()
 	s.call(3, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, "tok-3")
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
 		t.Fatal("the CLI never started")
 	}
 	pid := e.records()[0].PID
@@ -370,7 +372,7 @@ func TestClientGoneStopsCleanly(t *testing.T) {
 		send(map[string]any{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": map[string]any{
 			"name": "ask_cline", "arguments": map[string]any{"prompt": "go fake:hang", "cwd": e.work}, "_meta": map[string]any{"progressToken": i}}})
 	}
-	if !eventually(20*time.Second, func() bool { return len(e.records()) == 2 }) {
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) == 2 }) {
 		t.Fatal("the two runs never started")
 	}
 	out.Close() // the client's end of our stdout is gone…
