@@ -25,6 +25,9 @@ const (
 	IsolationDocker Isolation = "docker"
 )
 
+// Isolations lists every Isolation, weakest first; the tools' schemas take their enum from it.
+var Isolations = []Isolation{IsolationHost, IsolationDocker}
+
 // AtLeast reports whether i isolates at least as much as floor.
 func (i Isolation) AtLeast(floor Isolation) bool {
 	return i.rank() >= floor.rank()

@@ -1,7 +1,7 @@
-// Package mcpserver owns the MCP face of cline-mcp: the three tool definitions (input and output
-// schemas, annotations), argument validation before any side effect, progress notifications, and
-// the one mapping from a run.Result to MCP content. It is the only package that uses mcp-go's
-// server side.
+// Package mcpserver owns the MCP face of cline-mcp: the three tool definitions (annotations, and
+// input and output schemas generated from Go types in schema.go), argument validation before any
+// side effect, progress notifications, and the one mapping from a run.Result to MCP content. It is
+// the only package that uses mcp-go's server side.
 package mcpserver
 
 import (

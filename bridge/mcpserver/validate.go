@@ -5,7 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -24,8 +24,6 @@ const (
 	WindowsMaxSystem      = 8000
 	WindowsMaxTogether    = 24000
 )
-
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:/@-]{1,120}$`)
 
 // reserved are property names that the original Node bridge rejected because they reach
 // Object.prototype; we reject them too so that clients see the same contract.
@@ -48,13 +46,6 @@ type validator struct {
 	wd    func() (string, error)
 }
 
-// fields each tool accepts; anything else is rejected so a typo never silently does less.
-var toolFields = map[run.Tool][]string{
-	run.AskCline:          {"prompt", "cwd", "thinking", "timeoutSeconds", "systemPrompt", "provider", "model", "isolation"},
-	run.ApplyClineEdits:   {"prompt", "cwd", "thinking", "timeoutSeconds", "provider", "model", "isolation"},
-	run.AskClineWorkspace: {"prompt", "cwd", "thinking", "timeoutSeconds", "provider", "model", "isolation"},
-}
-
 func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 	call := run.Call{Tool: tool, Thinking: "none", TimeoutSeconds: DefaultTimeoutSeconds}
 	if raw == nil {
@@ -67,19 +58,17 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 	if path := findReserved(args, "arguments"); path != "" {
 		return call, invalid("%s: reserved property name is not allowed (__proto__, constructor and prototype are rejected anywhere in the arguments)", path)
 	}
-	allowed := map[string]bool{}
-	for _, f := range toolFields[tool] {
-		allowed[f] = true
-	}
+	// Only the fields of the tool's inputSchema are accepted, so a typo never silently does less.
+	fields := acceptedFields(tool)
 	var unknown []string
 	for k := range args {
-		if !allowed[k] {
+		if !slices.Contains(fields, k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return call, invalid("unknown argument %q for %s (accepted: %s)", unknown[0], tool, strings.Join(toolFields[tool], ", "))
+		return call, invalid("unknown argument %q for %s (accepted: %s)", unknown[0], tool, strings.Join(fields, ", "))
 	}
 
 	var err error
@@ -136,7 +125,7 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 			return call, err
 		}
 		if _, present := args[f.name]; present && !idPattern.MatchString(*f.dst) {
-			return call, invalid("%s must match ^[A-Za-z0-9._:/@-]{1,120}$ (got %s)", f.name, describe(args[f.name]))
+			return call, invalid("%s must match %s (got %s)", f.name, idPattern, describe(args[f.name]))
 		}
 	}
 
@@ -144,7 +133,7 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 		s, _ := iso.(string)
 		parsed, err := sandbox.ParseIsolation(s)
 		if err != nil {
-			return call, invalid("isolation must be \"host\" or \"docker\" (got %s)", describe(iso))
+			return call, invalid("isolation must be %s (got %s)", isolationChoices(), describe(iso))
 		}
 		if !parsed.AtLeast(v.floor) {
 			return call, invalid("isolation %q is weaker than this server's floor %q (started with --isolation %s); a call may ask for more isolation, never less", parsed, v.floor, v.floor)
@@ -155,7 +144,7 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 	if call.Cwd, err = str(args, "cwd"); err != nil {
 		return call, err
 	}
-	if _, present := args["cwd"]; !present && tool != run.AskCline {
+	if _, present := args["cwd"]; !present && requiresArg(tool, "cwd") {
 		return call, invalid("cwd is required for %s (the git checkout to work in)", tool)
 	}
 	if call.Cwd == "" {
@@ -251,6 +240,18 @@ func describe(v any) string {
 		return "an array"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// isolationChoices is `"host" or "docker"`, from sandbox.Isolations.
+func isolationChoices() string {
+	q := make([]string, len(sandbox.Isolations))
+	for i, iso := range sandbox.Isolations {
+		q[i] = fmt.Sprintf("%q", iso)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // utf16Len counts characters the way the seed's Node bridge (and Windows) does.
