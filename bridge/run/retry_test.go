@@ -54,7 +54,9 @@ func TestRetryPolicy(t *testing.T) {
 			events:  []string{"settings.Begin", "hold.End"},
 			message: "npm install -g cline"},
 		{name: "other launch failure is not retried",
-			steps:   func(t *testing.T) []step { return []step{{err: &sandbox.LaunchError{Op: "start", Err: errors.New("permission denied")}}} },
+			steps: func(t *testing.T) []step {
+				return []step{{err: &sandbox.LaunchError{Op: "start", Err: errors.New("permission denied")}}}
+			},
 			want:    result{kind: "launch_failed", attempts: 1, isolation: []sandbox.Isolation{host}},
 			events:  []string{"settings.Begin", "host.Run", "hold.End"},
 			message: "permission denied"},
