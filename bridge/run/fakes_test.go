@@ -281,7 +281,8 @@ func (l *fakeWorktree) Release(ctx context.Context) (worktree.Released, error) {
 type step struct {
 	stdout, stderr string
 	exit           sandbox.Exit
-	err            error
+	err            error // the run could not start
+	errAfter       error // the run happened, then the executor failed (a copy back)
 	// hang writes stdout, then waits for ctx to end and reports the executor's stop.
 	hang bool
 	// before runs when the step starts (to cancel, or to wait for a test's signal).
@@ -331,6 +332,9 @@ func (e *fakeExec) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	}
 	_, _ = io.WriteString(spec.Stdout, s.stdout)
 	_, _ = io.WriteString(spec.Stderr, s.stderr)
+	if s.errAfter != nil {
+		return s.exit, s.errAfter
+	}
 	if s.hang {
 		start := time.Now()
 		<-ctx.Done()
