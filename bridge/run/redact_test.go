@@ -41,6 +41,11 @@ func TestRedaction(t *testing.T) {
 		{name: "diff", tool: ApplyClineEdits, steps: func(t *testing.T) []step { return []step{pong(t)} },
 			setup: func(h *harness) { h.git.change.Diff = "+KEY=" + envSecret + "\n+OTHER=" + providerSecret + "\n" },
 			want:  result{ok: true, attempts: 1, isolation: []sandbox.Isolation{host}}},
+		{name: "git report error", tool: ApplyClineEdits, steps: func(t *testing.T) []step { return []step{pong(t)} },
+			setup: func(h *harness) {
+				h.git.compareErr = errors.New("git diff: fatal: bad object " + envSecret + " " + providerSecret)
+			},
+			want: result{kind: "edits_inspection_failed", attempts: 1, isolation: []sandbox.Isolation{host}}},
 		{name: "commit message with the answer", tool: ApplyClineEdits,
 			steps: func(t *testing.T) []step { return []step{withSecrets(pong(t), "PONG")} },
 			setup: func(h *harness) { h.git.change.CommitCreated, h.git.change.HeadMoved = true, true },

@@ -173,6 +173,11 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 		d := k.red.Text(*res.Diff)
 		res.Diff = &d
 	}
+	if res.Git != nil {
+		// The git error of an apply's evidence (a git process's stderr) leaves in the git
+		// report beside the message that repeats it; both are diagnostics.
+		res.Git.Error = k.red.String(res.Git.Error)
+	}
 	if res.Isolation == "" {
 		res.Isolation = k.iso
 	}
