@@ -10,7 +10,6 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/redact"
-	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -288,9 +287,9 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 		if err != nil {
 			return nil, fmt.Errorf("copy Cline's settings for the override: %w", err)
 		}
-		k.warnings = append(k.warnings, cp.Warnings...)
+		k.warnings = append(k.warnings, cp.Warnings()...)
 		cleanup = func() { k.mergeBack(cp) }
-		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath
+		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath()
 	}
 	spec.Path = path
 	spec.Args = cline.Args(*req)
@@ -302,7 +301,7 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 // mergeBack brings the refreshed credentials of a run's private copy home and deletes the copy,
 // which holds keys. It runs on every path: a refreshed token is the user's, whatever became of the
 // call.
-func (k *call) mergeBack(cp *settings.Copy) {
+func (k *call) mergeBack(cp SettingsCopy) {
 	if k.hold != nil {
 		// A container retry of a default host call: this call's own shared hold would block the
 		// exclusive one.
@@ -311,7 +310,7 @@ func (k *call) mergeBack(cp *settings.Copy) {
 		k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
 	}
 	if err := cp.Close(); err != nil {
-		k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
+		k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir(), err))
 	}
 }
 

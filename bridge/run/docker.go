@@ -24,17 +24,17 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	if err != nil {
 		return nil, fmt.Errorf("copy Cline's settings for the container: %w", err)
 	}
-	k.warnings = append(k.warnings, cp.Warnings...)
+	k.warnings = append(k.warnings, cp.Warnings()...)
 	cleanup := func() { k.mergeBack(cp) }
 
-	req.DataDir = cp.Dir
+	req.DataDir = cp.Dir()
 	extra := map[string]string{
 		"HOME":           containerHome,
 		"PATH":           "/usr/local/bin:/usr/bin:/bin",
-		"CLINE_DATA_DIR": cp.Dir,
+		"CLINE_DATA_DIR": cp.Dir(),
 	}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		policy, err := k.dockerPolicy(ctx, filepath.Join(cp.Dir, "settings"))
+		policy, err := k.dockerPolicy(ctx, filepath.Join(cp.Dir(), "settings"))
 		if err != nil {
 			return cleanup, err
 		}
@@ -51,15 +51,15 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 		return cleanup, err
 	}
 	// An engine that copies instead of sharing brings back only providers.json, for the merge.
-	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir,
-		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath, cp.Dir+string(filepath.Separator)))}}})
+	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir(), Target: cp.Dir(),
+		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath(), cp.Dir()+string(filepath.Separator)))}}})
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = k.r.cfg.DockerCline
 	spec.Args = cline.Args(*req)
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = k.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
-	spec.Egress = k.providerEndpoints(cp.SettingsPath, cp.Target)
+	spec.Egress = k.providerEndpoints(cp.SettingsPath(), cp.Target())
 	return cleanup, nil
 }
 

@@ -53,9 +53,11 @@ type Config struct {
 	Env  []string
 	Home string
 
-	Settings  *settings.Store
-	Git       *worktree.Git
-	Worktrees *worktree.Manager
+	// Settings is the user's providers.json (StoreSettings), Git the host-side git (*worktree.Git),
+	// Worktrees the disposable worktrees of ask_cline_workspace (ManagedWorktrees).
+	Settings  Settings
+	Git       Git
+	Worktrees Worktrees
 
 	// MaxConcurrent bounds the calls that run at once (Cline processes or containers, with their
 	// worktrees and git work); later calls wait in arrival order. 0 = no limit.
@@ -135,7 +137,7 @@ type call struct {
 	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
 	repo     *worktree.Repo    // the checkout or worktree as recorded before the first attempt (nil: none yet)
 	private  string            // private 0700 temp dir of this call (global settings, copies)
-	hold     *settings.Run     // a default host run's shared hold on the settings (nil: none)
+	hold     SettingsHold      // a default host run's shared hold on the settings (nil: none)
 	res      Result
 	warnings []string
 	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
@@ -170,6 +172,11 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 		// like every other field, so it is redacted too. The file on disk keeps it.
 		d := k.red.Text(*res.Diff)
 		res.Diff = &d
+	}
+	if res.Git != nil {
+		// The git error of an apply's evidence (a git process's stderr) leaves in the git
+		// report beside the message that repeats it; both are diagnostics.
+		res.Git.Error = k.red.String(res.Git.Error)
 	}
 	if res.Isolation == "" {
 		res.Isolation = k.iso
@@ -278,7 +285,7 @@ func (r *Runner) redactor() *redact.Redactor {
 			lits = append(lits, v)
 		}
 	}
-	if b, err := os.ReadFile(r.cfg.Settings.Path); err == nil {
+	if b, err := os.ReadFile(r.cfg.Settings.Path()); err == nil {
 		lits = append(lits, redact.SecretsFromJSON(b)...)
 	}
 	return redact.New(lits)

@@ -22,7 +22,7 @@ func (k *call) workspace(ctx context.Context) Result {
 		}
 		return k.fail(cline.KindWorkspaceSetupFailed, "could not inspect the repository: "+err.Error(), false)
 	}
-	wt, err := k.r.cfg.Worktrees.Acquire(ctx, k.Cwd)
+	lease, err := k.r.cfg.Worktrees.Acquire(ctx, k.Cwd)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotGit) {
 			return k.fail(cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository", k.Cwd), false)
@@ -32,6 +32,7 @@ func (k *call) workspace(ctx context.Context) Result {
 		}
 		return k.fail(cline.KindWorkspaceSetupFailed, "could not create the disposable worktree: "+err.Error(), false)
 	}
+	wt := lease.Info()
 	report := &WorktreeReport{Commit: wt.Commit, Path: wt.Path, Reused: wt.Reused}
 	k.res.Worktree = report
 	for _, err := range wt.Discarded {
@@ -50,13 +51,13 @@ func (k *call) workspace(ctx context.Context) Result {
 	// The touched-files report costs a full status of the worktree; on the host the read-only
 	// policy leaves nothing to report unless the stream says otherwise.
 	if k.mayHaveWritten {
-		if touched, err := k.r.cfg.Worktrees.Touched(ectx, wt); err == nil && len(touched) > 0 {
+		if touched, err := lease.Touched(ectx); err == nil && len(touched) > 0 {
 			for _, f := range touched {
 				report.Touched = append(report.Touched, ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
 			}
 		}
 	}
-	rel, err := wt.Release(ectx)
+	rel, err := lease.Release(ectx)
 	if rel.Discarded != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the worktree's git metadata changed during the run (%v); it was removed instead of going back to the pool", rel.Discarded))
 	}
