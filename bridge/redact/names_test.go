@@ -45,7 +45,7 @@ func TestSecretsFromEnv(t *testing.T) {
 		{"GOOGLE_APPLICATION_CREDENTIALS=/home/u/key.json", false},
 		{"AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", false},
 		{"MONKEY=banana-bread", false},
-		{"PWD=/work/main", false},
+		{"PWD=/home/u/src/app", false},
 		{"API_KEY=", false},
 		{"NOEQUALSIGN_TOKEN", false},
 		{"CLINE_DATA_DIR=/tmp/data", false},
