@@ -155,9 +155,10 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 		"HOME=" + w.home,
 		"TMPDIR=" + filepath.Join(root, "tmp"),
 		"CONTRACT_RUN_TAG=" + w.tag,
+		"CLINE_MCP_TEST_RETRY_BACKOFF=200ms", // the server's test hook for a fast retry
 	}
 	bin := suite.bins.ClineMCP
-	args := []string{"--cline", suite.cli, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
+	args := []string{"--cline", suite.cli, "--stop-grace", "500ms", "--log-level", "debug"}
 	if cfg.docker {
 		args = append(args, "--isolation", "docker", "--docker-image", dockerSuite.image)
 		if cfg.egress {

@@ -157,7 +157,7 @@ func claudeFailures(t *testing.T) {
 // claudeLongCall: a call that runs for many heartbeats, sending progress all along, completes
 // and its answer reaches the model; every notification was written before the result.
 func claudeLongCall(t *testing.T) {
-	c := newClaudeWorld(t, worldOpts{args: []string{"--progress-heartbeat", "1s"}})
+	c := newClaudeWorld(t, worldOpts{env: []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=1s"}})
 	r := c.run(runOpts{calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{
 		"prompt": "Work fake:slow?seconds=12&interval_ms=400", "cwd": c.work}}}})
 	r.wantClean(t)

@@ -226,7 +226,7 @@ func heartbeat(t *testing.T, w *world) {
 		}
 	}
 	if beats < 2 {
-		t.Errorf("got %d heartbeats during ~4 s of silence with --progress-heartbeat 1s, want >= 2", beats)
+		t.Errorf("got %d heartbeats during ~4 s of silence with a 1 s heartbeat, want >= 2", beats)
 	}
 }
 

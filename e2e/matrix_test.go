@@ -73,7 +73,7 @@ var scenarios = []scenario{
 		}, check: commitGuard},
 	{name: "edits_inspection_failed", custom: inspectionFailed},
 	{name: "cancelled during run", custom: cancelDuringRun},
-	{name: "cancelled during backoff", opts: worldOpts{args: []string{"--retry-backoff", "20s"}}, custom: cancelDuringBackoff},
+	{name: "cancelled during backoff", opts: worldOpts{env: []string{"CLINE_MCP_TEST_RETRY_BACKOFF=20s"}}, custom: cancelDuringBackoff},
 	{name: "cancelled while queued for a slot (--max-concurrent 1)", opts: worldOpts{floor: host, args: []string{"--max-concurrent", "1"}}, custom: cancelQueued},
 
 	// Outcomes that are not plain kinds.
@@ -105,7 +105,7 @@ var scenarios = []scenario{
 	{name: "workspace pool reuses a worktree as HEAD, nothing left at exit", opts: worldOpts{args: []string{"--workspace-pool", "1"}}, custom: workspacePool},
 	{name: "huge output 200 MiB, bounded server memory", custom: hugeOutput},
 	{name: "secrets redacted in every field and in progress", custom: secretsRedacted},
-	{name: "progress heartbeat on a silent run", opts: worldOpts{args: []string{"--progress-heartbeat", "1s"}}, custom: heartbeat},
+	{name: "progress heartbeat on a silent run", opts: worldOpts{env: []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=1s"}}, custom: heartbeat},
 }
 
 // TestMatrix runs every scenario in host and Docker isolation, one server per cell; each

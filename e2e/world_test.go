@@ -86,12 +86,13 @@ func prepareWorld(t testing.TB, iso string, o worldOpts) (*world, []string, []st
 		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "state"),
 		"E2E_RUN_TAG=" + w.tag,
 		"E2E_SUITE=" + suiteTag,
+		"CLINE_MCP_TEST_RETRY_BACKOFF=200ms", // the server's test hook; a later entry of o.env wins
 	}
 	if dh := os.Getenv("DOCKER_HOST"); dh != "" {
 		environ = append(environ, "DOCKER_HOST="+dh)
 	}
 	environ = append(environ, o.env...)
-	args := []string{"--cline", bins.FakeCline, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug",
+	args := []string{"--cline", bins.FakeCline, "--stop-grace", "500ms", "--log-level", "debug",
 		"--docker-image", fakeImage, "--docker-network", "none", "--docker-env", "E2E_RUN_TAG", "--docker-env", "E2E_SUITE"}
 	floor := iso
 	if o.floor != "" {

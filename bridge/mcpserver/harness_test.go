@@ -86,6 +86,8 @@ type env struct {
 	record    string
 	providers string
 	sess      *mcpsession.Session
+	// hooks are the server's test hooks (CLINE_MCP_TEST_*=value), added to its environment
+	hooks []string
 }
 
 func newEnv(t *testing.T, args ...string) *env {
@@ -144,9 +146,10 @@ func (e *env) server(extra []string, args ...string) (argv, environ []string) {
 		"TMPDIR=" + filepath.Join(root, "tmp"),
 		"FAKE_CLINE_RECORD=" + e.record,
 		"FAKE_CLINE_STATE_DIR=" + filepath.Join(root, "state"),
+		"CLINE_MCP_TEST_RETRY_BACKOFF=200ms", // the server's test hook; a later entry in extra wins
 	}
-	environ = append(environ, extra...)
-	base := []string{"--cline", bins.FakeCline, "--retry-backoff", "200ms", "--stop-grace", "500ms", "--log-level", "debug"}
+	environ = append(append(environ, e.hooks...), extra...)
+	base := []string{"--cline", bins.FakeCline, "--stop-grace", "500ms", "--log-level", "debug"}
 	return append(base, args...), environ
 }
 

@@ -190,7 +190,9 @@ func linesOf(s *mcpsession.Session) []string {
 }
 
 func TestCancelDuringBackoff(t *testing.T) {
-	e := newEnv(t, "--retry-backoff", "20s")
+	e := prepareEnv(t)
+	e.hooks = []string{"CLINE_MCP_TEST_RETRY_BACKOFF=20s"}
+	e.start()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -220,7 +222,9 @@ func TestCancelDuringBackoff(t *testing.T) {
 }
 
 func TestProgressAndHeartbeat(t *testing.T) {
-	e := newEnv(t, "--progress-heartbeat", "1s")
+	e := prepareEnv(t)
+	e.hooks = []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=1s"}
+	e.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	res, err := e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "go fake:hang?after_events=true", "cwd": e.work, "timeoutSeconds": 4}, "tok-progress")

@@ -281,7 +281,8 @@ func TestNoProgressAfterItsResponse(t *testing.T) {
 // SHOULD NOT respond); the session goes on serving.
 func TestCancelledRequestIsNotAnswered(t *testing.T) {
 	e := prepareEnv(t)
-	s := e.startRaw("--progress-heartbeat", "1s")
+	e.hooks = []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=1s"}
+	s := e.startRaw()
 	s.call(7, "ask_cline", map[string]any{"prompt": "go fake:hang", "cwd": e.work}, "tok-7")
 	if !mcpsession.Eventually(20*time.Second, func() bool { return len(e.records()) == 1 }) {
 		t.Fatal("the CLI never started")

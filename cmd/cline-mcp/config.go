@@ -43,8 +43,9 @@ type config struct {
 	logFile      string
 	logLevel     string
 	stopGrace    time.Duration
-	backoff      time.Duration
-	heartbeat    time.Duration
+	// backoff (0: 2–3 s) and heartbeat come from the tests' environment (testEnv), not from flags.
+	backoff   time.Duration
+	heartbeat time.Duration
 	// maxConcurrent bounds the calls that run at once (--max-concurrent).
 	maxConcurrent int
 
@@ -83,9 +84,41 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logFile, "log-file", "", "write logs to this file instead of stderr")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&c.stopGrace, "stop-grace", sandbox.DefaultStopGrace, "time between the polite stop (SIGINT) and SIGKILL on timeout or cancel")
-	fs.DurationVar(&c.backoff, "retry-backoff", 0, "fixed pause before a retry (default: 2–3 s)")
-	fs.DurationVar(&c.heartbeat, "progress-heartbeat", 10*time.Second, "longest silence between progress notifications of a call that carries a progressToken")
 	fs.IntVar(&c.maxConcurrent, "max-concurrent", defaultMaxConcurrent, "most calls that run at once (each is a Cline process or container of ~0.4 GB); later calls wait in arrival order")
+}
+
+// defaultHeartbeat is the longest silence between progress notifications of a call that carries
+// a progressToken.
+const defaultHeartbeat = 10 * time.Second
+
+// Test hooks: environment variables that only the test suites set, to make retries and heartbeats
+// fast enough to test. They are not flags, so --help and the documentation stay about what users
+// configure; they are read here, in cmd, and nowhere else.
+const (
+	// envTestRetryBackoff is a fixed pause before a retry instead of 2–3 s (0: the 2–3 s).
+	envTestRetryBackoff = "CLINE_MCP_TEST_RETRY_BACKOFF"
+	// envTestHeartbeat replaces defaultHeartbeat (100ms to 1m).
+	envTestHeartbeat = "CLINE_MCP_TEST_PROGRESS_HEARTBEAT"
+)
+
+// testEnv reads the test hooks from getenv; a malformed value is an error naming the variable.
+func (c *config) testEnv(getenv func(string) string) error {
+	c.backoff, c.heartbeat = 0, defaultHeartbeat
+	if v := getenv(envTestRetryBackoff); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("%s=%q: want a duration of 0 or more", envTestRetryBackoff, v)
+		}
+		c.backoff = d
+	}
+	if v := getenv(envTestHeartbeat); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond || d > time.Minute {
+			return fmt.Errorf("%s=%q: want a duration between 100ms and 1m", envTestHeartbeat, v)
+		}
+		c.heartbeat = d
+	}
+	return nil
 }
 
 // defaultMaxConcurrent suits a laptop: a real Cline CLI run peaks at ~420 MB RSS and spends ~4 s of
@@ -130,17 +163,11 @@ func (c *config) validate() error {
 	if c.stopGrace <= 0 || c.stopGrace > time.Minute {
 		return fmt.Errorf("--stop-grace must be between 0 and 1m")
 	}
-	if c.heartbeat < 100*time.Millisecond || c.heartbeat > time.Minute {
-		return fmt.Errorf("--progress-heartbeat must be between 100ms and 1m")
-	}
 	if c.pool < 0 || c.pool > maxPool {
 		return fmt.Errorf("--workspace-pool must be between 0 and %d", maxPool)
 	}
 	if c.poolIdle < time.Second || c.poolIdle > 24*time.Hour {
 		return fmt.Errorf("--workspace-pool-idle must be between 1s and 24h")
-	}
-	if c.backoff < 0 {
-		return fmt.Errorf("--retry-backoff must not be negative")
 	}
 	if c.maxConcurrent < 1 || c.maxConcurrent > 100 {
 		return fmt.Errorf("--max-concurrent must be between 1 and 100")

@@ -61,6 +61,10 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.args = args
+	if err := cfg.testEnv(os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
+		return 2
+	}
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
 		return 2
@@ -97,8 +101,7 @@ Usage:
   cline-mcp help              this text
   cline-mcp watchdog ...      internal: the lifeline watchdog serve starts (not for direct use)
 
-Flags:
+Flags (documented in README.md and docs/):
 `)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+	printFlagGroups(w, fs)
 }

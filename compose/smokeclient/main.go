@@ -52,8 +52,10 @@ func smoke(server, cline string) error {
 		return err
 	}
 	logFile := filepath.Join(home, "server.log")
-	c, err := client.NewStdioMCPClient(server, []string{"HOME=" + home},
-		"--cline", cline, "--isolation", "host", "--retry-backoff", "100ms", "--progress-heartbeat", "500ms", "--log-file", logFile)
+	// CLINE_MCP_TEST_*: the server's test hooks for a fast retry and frequent heartbeats
+	env := []string{"HOME=" + home, "CLINE_MCP_TEST_RETRY_BACKOFF=100ms", "CLINE_MCP_TEST_PROGRESS_HEARTBEAT=500ms"}
+	c, err := client.NewStdioMCPClient(server, env,
+		"--cline", cline, "--isolation", "host", "--log-file", logFile)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", server, err)
 	}
