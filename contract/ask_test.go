@@ -14,7 +14,7 @@ import (
 )
 
 // TestAskClineText: a plain answer travels provider → CLI → server → MCP client, and the request
-// the CLI made is the one the recordings show (FINDINGS §7.9).
+// the CLI made is the one the recordings show (docs/cline-cli.md "Environment and network").
 func TestAskClineText(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")))
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
@@ -61,7 +61,7 @@ func TestAskClineText(t *testing.T) {
 }
 
 // TestPromptShapes: prompts the CLI would take for a command or an option reach the model as
-// the prompt (FINDINGS §0: "PONG" alone is rejected by the CLI; the server shapes it).
+// the prompt (docs/cline-cli.md "The prompt": "PONG" alone is rejected by the CLI; the server shapes it).
 func TestPromptShapes(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")))
 	for i, p := range []string{"PONG", "-PONG"} {

@@ -72,7 +72,7 @@ func fixtures() []fixture {
 		{name: "y_run_commands_mixed", fake: "run_commands?cmd=false&cmd=ls%20/nonexistent-dir&cmd=echo%20ok", autoApprove: true,
 			respond: script(fakeprovider.Tools(fakeprovider.Call{Name: "run_commands", Arguments: map[string]any{"commands": []string{"false", "ls /nonexistent-dir", "echo ok"}}}),
 				fakeprovider.Text("Ran the commands."))},
-		// The server's stop is SIGINT then SIGKILL because of these two (FINDINGS §6).
+		// The server's stop is SIGINT then SIGKILL because of these two (docs/cline-cli.md "Backends, signals and stdio").
 		{name: "f_sigint_midrun", fake: "hang", respond: script(fakeprovider.Hang()), autoApprove: true,
 			signals: []syscall.Signal{syscall.SIGINT}},
 		{name: "f_double_sigterm_midrun", fake: "hang", respond: script(fakeprovider.Hang()), autoApprove: true,

@@ -44,7 +44,7 @@ func installCLI(ctx context.Context) (string, error) {
 }
 
 // platformBinary resolves node_modules/.bin/cline (a symlink to the Bun-compiled platform
-// binary; FINDINGS §6: run that, not the Node wrapper) and checks `cline version`.
+// binary; docs/cline-cli.md "The installation": run that, not the Node wrapper) and checks `cline version`.
 func platformBinary(ctx context.Context, prefix string) (string, error) {
 	bin, err := filepath.EvalSymlinks(filepath.Join(prefix, "node_modules", ".bin", "cline"))
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 // noWait makes the CLI's own retries immediate: it honours retry-after / retry-after-ms when
-// they are below 60 s (FINDINGS §2, chunk-c152qqqg.js F7), for 429 and — verified here — 5xx.
+// they are below 60 s (docs/cline-cli.md "Exit codes and the CLI's own retries"), for 429 and — verified here — 5xx.
 // Without it a failing provider costs about 62 s per attempt (2+4+8+16+32 s of backoff).
 var noWait = map[string]string{"retry-after": "0", "retry-after-ms": "0"}
 
@@ -41,7 +41,7 @@ func TestProviderFailures(t *testing.T) {
 			kind: "transient_provider_error", attempts: 2, chats: 12, message: "overloaded"},
 		{name: "401 not retried", steps: []fakeprovider.Step{fakeprovider.Error(401, nil)},
 			kind: "non_zero_exit", attempts: 1, chats: 1, message: "Incorrect API key"},
-		// The local backend ignores -t and SIGTERM (FINDINGS §6): the server's own deadline
+		// The local backend ignores -t and SIGTERM (docs/cline-cli.md "Backends, signals and stdio"): the server's own deadline
 		// and SIGINT/SIGKILL end the run; timeouts <= 120 s are retried once. 15 s leaves the
 		// CLI time to reach the model on a loaded 2-core machine (its start alone took up to
 		// ~9 s there with the Docker half running alongside; 6 s was too short).

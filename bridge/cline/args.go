@@ -19,7 +19,7 @@ type Request struct {
 	AutoApprove  bool
 }
 
-// ThinkingLevels are the values `--thinking` accepts (FINDINGS §3, u_invalid_thinking).
+// ThinkingLevels are the values `--thinking` accepts (docs/cline-cli.md "Exit codes", recording u_invalid_thinking).
 var ThinkingLevels = []string{"none", "low", "medium", "high", "xhigh"}
 
 // ValidThinking reports whether s is empty or one of ThinkingLevels.
@@ -74,7 +74,7 @@ func Args(r Request) []string {
 	return append(args, PromptArg(r.Prompt))
 }
 
-// PromptArg shapes a prompt so the CLI takes it as the prompt (FINDINGS §0, verified on 3.0.65):
+// PromptArg shapes a prompt so the CLI takes it as the prompt (docs/cline-cli.md "The prompt", verified on 3.0.65):
 // an element without whitespace is rejected as "Unknown command or unquoted prompt", so one space
 // is appended; an element starting with "-" is parsed as an option, so one space is prepended.
 // The model sees the prompt with that extra space, which does not change its meaning.
@@ -90,7 +90,7 @@ func PromptArg(p string) string {
 
 // Env returns the child's environment: base, then CLINE_NO_AUTO_UPDATE=1 (the seed: no update
 // check or detached `npm update` from a bridge run) and CLINE_SESSION_BACKEND_MODE=local (run
-// in-process, never spawn or use a detached hub daemon; FINDINGS §6), then extra. A later entry
+// in-process, never spawn or use a detached hub daemon; docs/cline-cli.md "Backends"), then extra. A later entry
 // replaces an earlier one with the same key, keeping the earlier position; the result has no
 // duplicate keys (compared case-insensitively on Windows, as the OS does). New keys from extra
 // are appended in sorted order so the result is deterministic.

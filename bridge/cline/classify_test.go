@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Synthetic stdout lines in the shape of the recordings (FINDINGS §1).
+// Synthetic stdout lines in the shape of the recordings (docs/cline-cli.md "The JSON stream").
 const (
 	lineIter     = `{"ts":"t","type":"agent_event","event":{"type":"iteration_start","iteration":1}}`
 	lineText     = `{"ts":"t","type":"agent_event","event":{"type":"content_end","contentType":"text","text":"PONG"}}`

@@ -5,8 +5,8 @@
 // finished run into the seed's error kinds (Classify, IsTransient, ShouldRetry).
 //
 // Everything here is pure: it imports only the standard library, starts no process and touches
-// no file. The facts it encodes come from the recordings in ../../../shared/cline-cli (copied to
-// testdata/recordings) and are cited in the doc comments as FINDINGS §n.
+// no file. The facts it encodes were observed in real runs of the CLI, kept in
+// testdata/recordings and written up in docs/cline-cli.md, which the doc comments cite by section.
 //
 // Memory is bounded by construction: the parsers keep counters, the last few errors and the
 // final answer (capped at MaxTextBytes), never the stream itself, and discard any line longer

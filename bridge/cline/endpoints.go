@@ -78,7 +78,7 @@ func ProviderEndpoints(provider string, settings json.RawMessage) (eps []string,
 }
 
 // TelemetryEndpoints are the hosts Cline 3.0.65 contacts on every run besides the provider
-// (telemetry and feature flags, FINDINGS §5). The egress proxy refuses them like any other host;
+// (telemetry and feature flags; docs/cline-cli.md "Environment and network"). The egress proxy refuses them like any other host;
 // the bridge does not report those refusals.
 var TelemetryEndpoints = []string{"otel.cline.bot:443", "data.cline.bot:443"}
 

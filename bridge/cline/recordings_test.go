@@ -15,7 +15,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the parser's output")
 
-// recording is one folder of testdata/recordings: a real CLI run (see ../shared/cline-cli (relative to the repository)).
+// recording is one folder of testdata/recordings: a real CLI run (see its README.md and docs/cline-cli.md).
 type recording struct {
 	name   string
 	stdout []byte
@@ -62,7 +62,7 @@ func loadRecordings(t testing.TB) []recording {
 		recs = append(recs, r)
 	}
 	if len(recs) < 70 {
-		t.Fatalf("got %d recordings, want the ~76 copied from ../shared/cline-cli (relative to the repository)", len(recs))
+		t.Fatalf("got %d recordings, want the ~80 of testdata/recordings", len(recs))
 	}
 	return recs
 }

@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// StderrSummary is what the bridge keeps of a run's stderr (FINDINGS §3): the JSON error lines
+// StderrSummary is what the bridge keeps of a run's stderr (docs/cline-cli.md "stderr"): the JSON error lines
 // of --json mode, the ANSI `error:` lines of argument validation, whether the CLI's files were
 // missing (an update in progress), and a few other lines for diagnostics. The AI-SDK warning
 // blocks printed on every model call are counted and dropped.
@@ -124,7 +124,7 @@ func (sc *StderrScanner) line(raw []byte, oversize bool) {
 	sc.s.OtherLines = keepLast(sc.s.OtherLines, capTo(text, 300))
 }
 
-// isWarningStart matches the first line of the AI-SDK / Node warning blocks (FINDINGS §3).
+// isWarningStart matches the first line of the AI-SDK / Node warning blocks (docs/cline-cli.md "stderr").
 func isWarningStart(text string) bool {
 	for _, p := range []string{"Warning:", "DeprecationWarning:", "ExperimentalWarning:", "(node:", "AI SDK Warning"} {
 		if strings.HasPrefix(text, p) {

@@ -95,7 +95,7 @@ const EmptyMCPSettings = "{\n  \"mcpServers\": {}\n}\n"
 // the CLI's one opt-out model tool: `disabledTools` does not reach it (verified on 3.0.65 with the
 // cline provider, which offers it by default), only its `tools` entry does. toolAutoApprove is
 // left as the user had it: the bridge always passes `--auto-approve`, which wins over the file
-// (FINDINGS §4). Point the CLI at the result with CLINE_GLOBAL_SETTINGS_PATH. The output is
+// (docs/cline-cli.md "Tools and approval"). Point the CLI at the result with CLINE_GLOBAL_SETTINGS_PATH. The output is
 // indented JSON with a trailing newline.
 func GlobalSettings(userGlobal []byte, allowed []string) ([]byte, error) {
 	settings := map[string]json.RawMessage{}

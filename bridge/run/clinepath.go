@@ -29,7 +29,7 @@ func (e *notFoundError) Error() string {
 
 func (e *notFoundError) Unwrap() error { return e.err }
 
-// ClineResolver returns the executable lookup DESIGN.md specifies: flagPath (--cline), else
+// ClineResolver returns the executable lookup docs/behaviour.md documents ("How Cline is run"): flagPath (--cline), else
 // $CLINE_MCP_CLINE, else `cline` (`cline.exe` on Windows) on PATH. It runs per call.
 func ClineResolver(flagPath string, getenv func(string) string, goos string) func() (string, error) {
 	name := "cline"
@@ -100,8 +100,8 @@ func checkExecutable(p, what string) (string, error) {
 
 // windowsNpmBinary finds the platform binary of an npm-installed Cline next to a cline.cmd shim
 // on PATH: <dir>/node_modules/cline/node_modules/@cline/cli-win32-<arch>/bin/cline.exe (or the
-// hoisted <dir>/node_modules/@cline/...). The package layout mirrors the Linux one recorded in
-// ../shared/cline-cli (cli-linux-x64); it is not verified on Windows.
+// hoisted <dir>/node_modules/@cline/...). The package layout mirrors the Linux one (@cline/cli-linux-x64,
+// docs/cline-cli.md "The installation"); it is not verified on Windows.
 func windowsNpmBinary(path string) (string, bool) {
 	arch := map[string]string{"amd64": "x64", "arm64": "arm64"}[runtime.GOARCH]
 	if arch == "" {

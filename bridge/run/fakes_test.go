@@ -343,7 +343,7 @@ func (e *fakeExec) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	return s.exit, nil
 }
 
-// --- recordings of the real CLI (bridge/cline/testdata/recordings, from ../shared/cline-cli) ---
+// --- recordings of the real CLI (bridge/cline/testdata/recordings) ---
 
 var (
 	exitCodeLine = regexp.MustCompile(`(?m)^exit_code=(-?\d+)`)

@@ -7,7 +7,7 @@
 //
 // # What matches the real CLI
 //
-// Built from the recordings in shared/cline-cli (the tests compare against copies in
+// Built from recordings of the real CLI (docs/cline-cli.md; the tests compare against copies in
 // testdata/recordings): the --json stdout lines byte for byte apart from timestamps, ids and
 // durations (ts first, same keys and order, ISO-8601 UTC ms, agent_<ms>_<6>/conv_<ms>_<7> ids);
 // the AI-SDK warning blocks on stderr per model call; provider errors (agent_error hook,

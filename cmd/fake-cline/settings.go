@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// paths are the files the real CLI would use for this invocation (FINDINGS §4).
+// paths are the files the real CLI would use for this invocation (docs/cline-cli.md "providers.json").
 type paths struct {
 	workDir   string // -c resolved against the process cwd (the process cwd without -c)
 	dataDir   string

@@ -3,8 +3,8 @@
 // HTTP errors with OpenAI-style bodies, or a hang, streamed as SSE when the request asks for it
 // (the Cline CLI always does) and as one JSON body otherwise. It records every request (headers
 // and body). It listens on 127.0.0.1 only, or on a Unix socket that a relay (./relay) in a
-// container's network namespace forwards to. The answers mirror the Python fake the recordings in
-// ../shared/cline-cli were made against (tools/fake_provider.py): 12-character text pieces,
+// container's network namespace forwards to. The answers mirror the fake provider the recordings in
+// bridge/cline/testdata/recordings were made against: 12-character text pieces,
 // 40-character argument pieces, a usage chunk when stream_options.include_usage is set.
 package fakeprovider
 

@@ -1,4 +1,4 @@
-// Package archtest keeps the import arrows of DESIGN.md true: cmd → bridge/* → sandbox/*,
+// Package archtest keeps the import arrows of ARCHITECTURE.md true: cmd → bridge/* → sandbox/*,
 // bridge/cline and bridge/redact import nothing of ours, sandbox imports only the standard
 // library, each external system has one adapter package, and nothing imports cmd.
 package archtest
