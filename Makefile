@@ -46,7 +46,11 @@ test: image-fake
 test-short:
 	$(GO) test -short -count=1 ./...
 
+## lint: the repository guard first (no tracked file over 1 MiB, no binary executable, no executable
+## but the allow-listed scripts; every Markdown link and anchor resolves inside the repository), then
+## gofmt and go vet
 lint:
+	$(GO) test -count=1 ./internal/repocheck/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
