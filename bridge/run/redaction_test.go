@@ -174,3 +174,19 @@ func withText(s step, from, to string) step {
 	s.stdout, s.stderr = r.Replace(s.stdout), r.Replace(s.stderr)
 	return s
 }
+
+// TestRedactResultKeepsRefsRedactedAlike: two refs whose names differ only by a secret stay two
+// entries in the git evidence.
+func TestRedactResultKeepsRefsRedactedAlike(t *testing.T) {
+	const a, b = "plain-secret-value-0815-aaa", "plain-secret-value-0815-bbb"
+	res := Result{Git: &GitReport{NewRefs: map[string]string{"refs/heads/" + a: "111", "refs/heads/" + b: "222"}}}
+	got := redactResult(res, redact.New([]string{a, b})).Git.NewRefs
+	if len(got) != 2 || got["refs/heads/[REDACTED]"] == "" {
+		t.Errorf("NewRefs = %v, want both refs, redacted", got)
+	}
+	for k := range got {
+		if strings.Contains(k, a) || strings.Contains(k, b) {
+			t.Errorf("ref %q leaks a secret", k)
+		}
+	}
+}
