@@ -9,7 +9,9 @@
 // entropy), JWTs, PEM private-key bodies, "Bearer"/"Basic" credentials that
 // look generated, and URL passwords that are not placeholders. It never
 // judges by a variable's name, so code that merely mentions a password or
-// token is returned byte for byte.
+// token is returned byte for byte, and never redacts an identifier
+// (IFLA_INET6_TOKEN = C.IFLA_INET6_TOKEN): only a value that looks generated
+// is taken for a credential because of the name in front of it.
 //
 // Diagnostic (Redactor.String, Tail) is for stderr/stdout tails, error
 // messages and logs. On top of Precise it applies the name-based rules:

@@ -99,7 +99,11 @@ func (s *secrets) refresh(force bool) {
 	s.mu.Lock()
 	var changed []doc
 	for _, w := range s.watched {
-		fi, err := os.Stat(w.path)
+		stat := os.Stat // the user's own file may be a symlink (dotfiles)
+		if w.fromRun {
+			stat = os.Lstat // never follow what a run planted; ReadBack refuses a symlink anyway
+		}
+		fi, err := stat(w.path)
 		if err != nil || (!force && fi.Size() == w.size && fi.ModTime().Equal(w.mod)) {
 			continue
 		}
