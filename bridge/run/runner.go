@@ -158,7 +158,7 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	if k.iso == "" || !k.iso.AtLeast(r.cfg.Floor) {
 		k.iso = r.cfg.Floor
 	}
-	k.red = r.secrets()
+	k.red = r.callSecrets()
 	// Every progress message leaves through the call's redactor, with what it knows by then.
 	k.progress = func(m string) { progress(k.red.Text(m)) }
 	res := k.do(ctx)
@@ -265,11 +265,11 @@ func (k *call) waitTurn(ctx context.Context) (func(), error) {
 	return func() { r(); release() }, nil
 }
 
-// secrets is a new call's redactor. It knows the literal secrets of this moment — the server's
+// callSecrets is a new call's redactor. It knows the literal secrets of this moment — the server's
 // environment (secret-named variables, and every variable named by --docker-env, whatever its
 // name) — and watches the user's providers.json: its values now, and any refresh written to it
 // during the call (read again when it changed; reading it is best effort).
-func (r *Runner) secrets() *secrets {
+func (r *Runner) callSecrets() *secrets {
 	lits := redact.SecretsFromEnv(r.cfg.Env)
 	getenv := envLookup(r.cfg.Env)
 	for _, name := range r.cfg.DockerEnv {
