@@ -32,7 +32,8 @@ type secrets struct {
 type watchedFile struct {
 	path    string
 	read    func() ([]byte, error)
-	fromRun bool // a settings copy a run writes (see learnJSON)
+	fromRun bool // a settings copy a run writes
+	seen    bool // read once already: what changed since may come from the run (see learnJSON)
 	size    int64
 	mod     time.Time
 }
@@ -54,13 +55,14 @@ func (s *secrets) Learn(values ...string) {
 	s.cur.Store(s.cur.Load().With(values...))
 }
 
-// learnJSON learns the secret-named values of a settings document (redact.SecretsFromJSON). A
-// document a run wrote (a settings copy) is hostile: a value it names could hide text from the
-// answer and the diff the user reviews, so only token-like values are learned from it — one word,
-// 8 to 4096 bytes, at most maxLearnedFromRun of them.
-func (s *secrets) learnJSON(data []byte, fromRun bool) {
+// learnJSON learns the secret-named values of a settings document (redact.SecretsFromJSON). What
+// a run may have written — a settings copy, and the user's file once the call has begun (a merge-back
+// writes the copy's tokens into it) — may be hostile: a value it names could hide text from the
+// answer and the diff the user reviews, so only token-like values are learned from it (tokeny) —
+// one word, 8 to 4096 bytes, at most maxLearnedFromRun of them.
+func (s *secrets) learnJSON(data []byte, tokeny bool) {
 	vals := redact.SecretsFromJSON(data)
-	if fromRun {
+	if tokeny {
 		vals = slices.DeleteFunc(vals, func(v string) bool {
 			return len(v) < 8 || len(v) > 4096 || strings.IndexFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0
 		})
@@ -93,8 +95,8 @@ func (s *secrets) watch(path string, read func() ([]byte, error)) {
 // costs one stat per file when nothing changed.
 func (s *secrets) refresh(force bool) {
 	type doc struct {
-		data    []byte
-		fromRun bool
+		data   []byte
+		tokeny bool
 	}
 	s.mu.Lock()
 	var changed []doc
@@ -109,12 +111,13 @@ func (s *secrets) refresh(force bool) {
 		}
 		w.size, w.mod = fi.Size(), fi.ModTime()
 		if b, err := w.read(); err == nil {
-			changed = append(changed, doc{b, w.fromRun})
+			changed = append(changed, doc{b, w.fromRun || w.seen})
+			w.seen = true
 		}
 	}
 	s.mu.Unlock()
 	for _, d := range changed {
-		s.learnJSON(d.data, d.fromRun)
+		s.learnJSON(d.data, d.tokeny)
 	}
 }
 

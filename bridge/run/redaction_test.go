@@ -112,8 +112,8 @@ func TestRedactResultCoversEveryField(t *testing.T) {
 // TestLearnedCredentialsRedacted: a token the run refreshes — in the user's providers.json (a
 // default host run), in a host override run's copy, in a container's copy — and then prints is
 // redacted from the answer and from progress, though the server did not know it when the call
-// began. A value in a run's copy that is not token-like (it could hide text from the diff) is not
-// learned.
+// began. A value a run may have written that is not token-like (it could hide text from the
+// diff) is not learned — in a copy, nor in the user's file once the call has begun.
 func TestLearnedCredentialsRedacted(t *testing.T) {
 	const token = "tok-refreshed-during-the-run-4711"
 	settingsWith := func(v string) []byte {
@@ -130,6 +130,8 @@ func TestLearnedCredentialsRedacted(t *testing.T) {
 		{name: "host override copy", iso: host, override: true, value: token, learned: true},
 		{name: "container copy", iso: dock, value: token, learned: true},
 		{name: "container copy, not a token", iso: dock, value: "the answer", learned: false},
+		// A merge-back writes what a container chose into the user's file.
+		{name: "user's file during the call, not a token", iso: host, value: "the answer", learned: false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
