@@ -1,6 +1,8 @@
 package mcpserver_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -195,4 +197,86 @@ func TestKnownSecretsRedactedInAnswers(t *testing.T) {
 	if got, want := mcpsession.Str(sc, "text"), "account [REDACTED], with prefix [REDACTED], acme [REDACTED]."; got != want {
 		t.Errorf("text = %q, want %q", got, want)
 	}
+}
+
+// TestSecretFileNamesRedacted: apply_cline_edits through the built server, in a checkout where
+// the run creates and renames files named after the API key in the server's environment: the key
+// comes back nowhere — not in changedFiles[].path or oldPath, not in the text that lists them,
+// not in the diff — while the files on disk keep their names.
+func TestSecretFileNamesRedacted(t *testing.T) {
+	const key = "acme-plain-key-0123456789xyz" // no credential shape: only the literal redacts it
+	e := prepareEnv(t)
+	e.startWithEnv([]string{"ACME_API_KEY=" + key})
+	gitInit(t, e.work, map[string]string{"README.md": "hello\n", "old-" + key + ".txt": "x\n"})
+	params := url.Values{"create": {"notes-" + key + ".txt"}, "rename": {"old-" + key + ".txt:moved-" + key + ".txt"}}
+	res, sc := e.call("apply_cline_edits", map[string]any{"prompt": "Edit fake:edit_many?" + params.Encode(), "cwd": e.work})
+	mcpsession.WantOK(t, res, sc)
+	if _, err := os.Stat(filepath.Join(e.work, "notes-"+key+".txt")); err != nil {
+		t.Fatalf("the run did not create the file named after the key: %v", err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), key) {
+		t.Errorf("the key leaks from the result:\n%s", b)
+	}
+	files, _ := sc["changedFiles"].([]any)
+	var paths []string
+	for _, f := range files {
+		m, _ := f.(map[string]any)
+		paths = append(paths, fmt.Sprint(m["oldPath"]), fmt.Sprint(m["path"]))
+	}
+	joined := strings.Join(paths, " ")
+	for _, want := range []string{"notes-[REDACTED].txt", "old-[REDACTED].txt", "moved-[REDACTED].txt"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("changedFiles %q lacks %q", joined, want)
+		}
+	}
+	if text := mcpsession.Text(res); !strings.Contains(text, "notes-[REDACTED].txt") {
+		t.Errorf("the text does not list the redacted name:\n%s", text)
+	}
+}
+
+// TestRefreshedTokenRedactedInAnswer: a token the run refreshes — in the user's providers.json
+// (a default host run) or in the private copy of a provider override (merged back) — and then
+// prints comes back redacted, although the server learned it only during the call.
+func TestRefreshedTokenRedactedInAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+	}{
+		{name: "default run", args: map[string]any{}},
+		{name: "override copy", args: map[string]any{"provider": "openai-native", "model": "gpt-override"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const token = "tok-refreshed-by-the-run-4711"
+			e := newEnv(t)
+			e.writeProviders(mcpsession.ProvidersTwo)
+			args := map[string]any{"prompt": "Reply fake:token_refresh?" + url.Values{"token": {token}, "text": {"your new token is " + token + "."}}.Encode()}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			res, sc := e.call("ask_cline", args)
+			mcpsession.WantOK(t, res, sc)
+			if !strings.Contains(string(mustRead(t, e.providers)), token) {
+				t.Fatalf("the run did not refresh the token into %s", e.providers)
+			}
+			if got, want := mcpsession.Str(sc, "text"), "your new token is [REDACTED]."; got != want {
+				t.Errorf("text = %q, want %q", got, want)
+			}
+			if b, _ := json.Marshal(res); strings.Contains(string(b), token) {
+				t.Errorf("the token leaks from the result:\n%s", b)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -178,11 +178,12 @@ func quotedValue(b []byte, p int, auth bool) (int, int, bool) {
 // always, at Precise only when the value itself looks generated (see
 // generatedValue), so `password=form.value` stays and
 // `API_KEY=7Fq2x9Wv4k1Zp0aBcDe` does not; and not when it is shaped like
-// an identifier made of words (see codeLike) or, unquoted, followed by
-// '(', '{' or '[' (a call or a literal).
+// an identifier or a selector made of words (see identifier:
+// `IFLA_INET6_TOKEN = C.IFLA_INET6_TOKEN`) or, unquoted, followed by '(',
+// '{' or '[' (a call or a literal).
 func appendValue(lv Level, sp []span, b []byte, s, e int, quoted bool) []span {
 	if lv == Precise {
-		if !generatedValue(b[s:e]) || codeLike(b[s:e]) {
+		if !generatedValue(b[s:e]) || identifier(b[s:e]) {
 			return sp
 		}
 		if !quoted && e < len(b) && (b[e] == '(' || b[e] == '{' || b[e] == '[') {

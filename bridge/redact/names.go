@@ -8,6 +8,10 @@ import (
 	"strings"
 )
 
+// maxJSONDepth bounds the nesting SecretsFromJSON follows; settings files
+// nest a few levels.
+const maxJSONDepth = 128
+
 // maxNameLen bounds the names secretName looks at; longer identifiers are
 // not treated as secret names (they are prose or generated keys).
 const maxNameLen = 128
@@ -179,8 +183,9 @@ func looksLikePath(v string) bool {
 // including inside arrays). Keys that describe a secret rather than hold it
 // (tokenSource, expiresAt, keyId, inputTokens) are skipped, and so are empty
 // values. A malformed document yields the values found before the error, so
-// a truncated providers.json still protects what it can. The result is
-// de-duplicated and in document order.
+// a truncated providers.json still protects what it can, and so does one
+// nested deeper than maxJSONDepth (a document a run wrote may be hostile).
+// The result is de-duplicated and in document order.
 func SecretsFromJSON(data []byte) []string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -217,6 +222,9 @@ func SecretsFromJSON(data []byte) []string {
 			case '{', '[':
 				if top != nil && top.object {
 					top.expectKey = true
+				}
+				if len(stack) == maxJSONDepth {
+					return out
 				}
 				stack = append(stack, frame{object: v == '{', expectKey: v == '{'})
 			case '}', ']':

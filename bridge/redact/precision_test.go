@@ -50,12 +50,16 @@ func (c *sourceCorpus) load() error {
 		return fmt.Errorf("go env GOROOT: %w", err)
 	}
 	goroot := strings.TrimSpace(string(out))
-	c.roots = []string{filepath.Join(goroot, "src", "net", "http"), filepath.Join(goroot, "src", "crypto")}
-	out, err = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/mark3labs/mcp-go", "github.com/moby/moby/client").Output()
+	c.roots = []string{filepath.Join(goroot, "src", "net", "http"), filepath.Join(goroot, "src", "crypto"),
+		filepath.Join(goroot, "src", "syscall")}
+	out, err = exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/mark3labs/mcp-go", "github.com/moby/moby/client", "golang.org/x/sys").Output()
 	if err != nil {
 		return fmt.Errorf("go list the corpus modules (run go mod download): %w", err)
 	}
 	for _, d := range strings.Fields(string(out)) {
+		if strings.Contains(filepath.ToSlash(d), "golang.org/x/sys") {
+			d = filepath.Join(d, "unix")
+		}
 		c.roots = append(c.roots, d)
 	}
 	for _, root := range c.roots {
@@ -120,11 +124,21 @@ var gitleaksGeneric = regexp.MustCompile(`(?i)[\w.-]{0,50}?(?:access|auth|(?-i:[
 
 var lettersOnly = regexp.MustCompile(`^[a-zA-Z_.-]+$`)
 
+// goIdent is a Go identifier or selector expression (C.IFLA_INET6_TOKEN).
+var goIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
 // genericAPIKey applies gitleaks' generic-api-key rule to a line: a match
-// whose secret has 3.5 or more bits of entropy and is not letters only.
+// whose secret has 3.5 or more bits of entropy and is not letters only. In
+// Go source an unquoted value of identifier syntax is by the language an
+// identifier or a selector, never a credential: it does not count.
 func genericAPIKey(line string) bool {
-	for _, m := range gitleaksGeneric.FindAllStringSubmatch(line, -1) {
-		if entropy([]byte(m[1])) >= 3.5 && !lettersOnly.MatchString(m[1]) {
+	for _, m := range gitleaksGeneric.FindAllStringSubmatchIndex(line, -1) {
+		v := line[m[2]:m[3]]
+		quoted := m[2] > 0 && strings.ContainsRune("\"'`", rune(line[m[2]-1]))
+		if !quoted && goIdent.MatchString(v) {
+			continue
+		}
+		if entropy([]byte(v)) >= 3.5 && !lettersOnly.MatchString(v) {
 			return true
 		}
 	}
@@ -253,6 +267,13 @@ func TestTextKeepsCode(t *testing.T) {
 		{"// readUint16LengthPrefixed acts like s.ReadUint16LengthPrefixed, but targets a", false},
 		{`req.Header.Set("Authorization", "Bearer " + accessToken2024)`, false},
 		{"Authorization: Bearer accessTokenForTests1", true},
+		// Identifiers and selectors (issue 28): Go's and C's system call tables.
+		{"\tIFLA_INET6_TOKEN = C.IFLA_INET6_TOKEN", true},
+		{"\tNL80211_ATTR_KEY                                        = C.NL80211_ATTR_KEY", true},
+		{"\tNL80211_ATTR_SAE_PASSWORD = unix.NL80211_ATTR_SAE_PASSWORD,", true},
+		{`	"token": "IFLA_INET6_TOKEN",`, true},
+		{"client_secret = settings.OAUTH2_CLIENT_SECRET", true},
+		{"Authorization: Bearer C.IFLA_INET6_TOKEN", true},
 	} {
 		if got := r.Text(tc.in); got != tc.in {
 			t.Errorf("Text(%q) = %q, want it unchanged", tc.in, got)

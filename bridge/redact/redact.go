@@ -9,7 +9,9 @@
 // entropy), JWTs, PEM private-key bodies, "Bearer"/"Basic" credentials that
 // look generated, and URL passwords that are not placeholders. It never
 // judges by a variable's name, so code that merely mentions a password or
-// token is returned byte for byte.
+// token is returned byte for byte, and never redacts an identifier
+// (IFLA_INET6_TOKEN = C.IFLA_INET6_TOKEN): only a value that looks generated
+// is taken for a credential because of the name in front of it.
 //
 // Diagnostic (Redactor.String, Tail) is for stderr/stdout tails, error
 // messages and logs. On top of Precise it applies the name-based rules:
@@ -47,8 +49,10 @@ const minLiteral = 6
 const maxPasses = 4
 
 // Redactor finds and replaces secrets. It is immutable after New and safe
-// for concurrent use. A nil *Redactor redacts the built-in patterns only.
+// for concurrent use (With returns a new one). A nil *Redactor redacts the
+// built-in patterns only.
 type Redactor struct {
+	sources  []string // the literals New was given, for With
 	literals [][]byte // longest first
 	// With many literals one pass over the input looking up each byte pair
 	// beats one bytes.Index pass per literal.
@@ -94,7 +98,7 @@ func New(literals []string) *Redactor {
 		}
 	}
 	slices.SortFunc(lits, func(a, b string) int { return len(b) - len(a) })
-	r := &Redactor{literals: make([][]byte, len(lits))}
+	r := &Redactor{sources: slices.Clone(literals), literals: make([][]byte, len(lits))}
 	for i, l := range lits {
 		r.literals[i] = []byte(l)
 	}
@@ -113,6 +117,31 @@ func New(literals []string) *Redactor {
 		}
 	}
 	return r
+}
+
+// With returns a Redactor that also knows literals (see New), or r itself
+// when none of them adds a secret r does not already redact verbatim. r is
+// not changed: a caller that learns secrets while it works swaps the
+// Redactor it uses for the result.
+func (r *Redactor) With(literals ...string) *Redactor {
+	if r == nil {
+		return New(literals)
+	}
+	known := make(map[string]bool, len(r.literals))
+	for _, l := range r.literals {
+		known[string(l)] = true
+	}
+	var add []string
+	for _, l := range literals {
+		if !known[l] && len(New([]string{l}).literals) > 0 {
+			add = append(add, l)
+			known[l] = true
+		}
+	}
+	if len(add) == 0 {
+		return r
+	}
+	return New(append(slices.Clone(r.sources), add...))
 }
 
 // literalSpans appends the spans of every literal occurrence in b.

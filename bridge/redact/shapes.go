@@ -269,7 +269,7 @@ func authAt(b []byte, i int, lv Level) (int, int, bool) {
 	if lv == Diagnostic {
 		return s, e, len(t) >= 4 && !isWordy(t)
 	}
-	return s, e, generated(t, 16, 3) && !codeLike(t)
+	return s, e, generated(t, 16, 3) && !identifier(t)
 }
 
 // generated reports a token that looks machine-made: at least n bytes,

@@ -290,6 +290,8 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 		k.warnings = append(k.warnings, cp.Warnings()...)
 		cleanup = func() { k.mergeBack(cp) }
 		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath()
+		// The CLI on this machine refreshes its token in the copy.
+		k.red.watch(cp.SettingsPath(), cp.ReadBack)
 	}
 	spec.Path = path
 	spec.Args = cline.Args(*req)
@@ -302,6 +304,10 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 // which holds keys. It runs on every path: a refreshed token is the user's, whatever became of the
 // call.
 func (k *call) mergeBack(cp SettingsCopy) {
+	// Whatever credential the copy holds now is a secret of this call, merged back or not.
+	if b, err := cp.ReadBack(); err == nil {
+		k.red.learnJSON(b, true)
+	}
 	if k.hold != nil {
 		// A container retry of a default host call: this call's own shared hold would block the
 		// exclusive one.
@@ -318,6 +324,9 @@ func (k *call) mergeBack(cp SettingsCopy) {
 // before it is cut to a snippet, so a cut never leaves half a secret unrecognised: answers at the
 // precise level (like the result's text), error events at the diagnostic level.
 func (k *call) onEvent(n int, ev cline.Event) {
+	if ev.Text != "" {
+		k.red.refresh(false) // a token refreshed during the run, before Cline prints it
+	}
 	msg := k.red.Text(ev.Progress())
 	switch {
 	case ev.Type == "agent_event" && ev.EventType == "content_end" && ev.ContentType == "text" && ev.Text != "":

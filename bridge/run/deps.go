@@ -42,7 +42,10 @@ type SettingsCopy interface {
 	SettingsPath() string // providers.json inside Dir
 	Target() string       // the only provider block a container copy holds
 	Warnings() []string   // why the copy holds less than it should
-	Close() error         // deletes the copy; idempotent
+	// ReadBack reads the run's providers.json from the copy as MergeAllowed does (no symlink,
+	// FIFO or device, size-capped): the call learns the credentials in it.
+	ReadBack() ([]byte, error)
+	Close() error // deletes the copy; idempotent
 }
 
 // Git is the host-side git of apply_cline_edits and of the container mounts (worktree.Git).
@@ -134,11 +137,12 @@ func wrapCopy(c *settings.Copy, err error) (SettingsCopy, error) {
 // wiring error.
 func unwrapCopy(c SettingsCopy) *settings.Copy { return c.(storeCopy).c }
 
-func (c storeCopy) Dir() string          { return c.c.Dir }
-func (c storeCopy) SettingsPath() string { return c.c.SettingsPath }
-func (c storeCopy) Target() string       { return c.c.Target }
-func (c storeCopy) Warnings() []string   { return c.c.Warnings }
-func (c storeCopy) Close() error         { return c.c.Close() }
+func (c storeCopy) Dir() string               { return c.c.Dir }
+func (c storeCopy) SettingsPath() string      { return c.c.SettingsPath }
+func (c storeCopy) Target() string            { return c.c.Target }
+func (c storeCopy) Warnings() []string        { return c.c.Warnings }
+func (c storeCopy) Close() error              { return c.c.Close() }
+func (c storeCopy) ReadBack() ([]byte, error) { return c.c.ReadBack() }
 
 // ManagedWorktrees adapts a *worktree.Manager to Worktrees (nil stays nil, so New reports it).
 func ManagedWorktrees(m *worktree.Manager) Worktrees {

@@ -26,6 +26,7 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	}
 	k.warnings = append(k.warnings, cp.Warnings()...)
 	cleanup := func() { k.mergeBack(cp) }
+	k.red.watch(cp.SettingsPath(), cp.ReadBack) // a token the run refreshes is a secret of the call
 
 	req.DataDir = cp.Dir()
 	extra := map[string]string{

@@ -156,10 +156,11 @@ type fakeCopy struct {
 	closed            bool // guarded by s.mu
 }
 
-func (c *fakeCopy) Dir() string          { return c.dir }
-func (c *fakeCopy) SettingsPath() string { return c.path }
-func (c *fakeCopy) Target() string       { return c.target }
-func (c *fakeCopy) Warnings() []string   { return nil }
+func (c *fakeCopy) Dir() string               { return c.dir }
+func (c *fakeCopy) SettingsPath() string      { return c.path }
+func (c *fakeCopy) Target() string            { return c.target }
+func (c *fakeCopy) Warnings() []string        { return nil }
+func (c *fakeCopy) ReadBack() ([]byte, error) { return os.ReadFile(c.path) }
 func (c *fakeCopy) Close() error {
 	c.s.ev.add("copy.Close")
 	c.s.mu.Lock()

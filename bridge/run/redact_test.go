@@ -1,11 +1,13 @@
 package run
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // withSecrets puts both secrets (one from the server's environment, one from providers.json)
@@ -54,6 +56,21 @@ func TestRedaction(t *testing.T) {
 			steps: func(t *testing.T) []step { return []step{withSecrets(pong(t), "PONG")} },
 			setup: func(h *harness) { h.wts.releaseErr = errors.New("busy") },
 			want:  result{kind: "workspace_cleanup_failed", attempts: 1, isolation: []sandbox.Isolation{host}}},
+		{name: "changed file names", tool: ApplyClineEdits, steps: func(t *testing.T) []step { return []step{pong(t)} },
+			setup: func(h *harness) {
+				h.git.change.ChangedFiles = []worktree.FileChange{
+					{Path: "keys/" + envSecret + ".txt", Status: "A"},
+					{Path: "b/" + providerSecret, OldPath: "a/" + envSecret, Status: "R"},
+				}
+				h.git.change.Refs = []worktree.RefChange{{Name: "refs/heads/" + envSecret, New: "abc"}}
+				h.git.change.CommitCreated = true
+			},
+			want: result{kind: "commit_created", attempts: 1, isolation: []sandbox.Isolation{host}}},
+		{name: "touched file names", tool: AskClineWorkspace, iso: dock, steps: func(t *testing.T) []step { return []step{pong(t)} },
+			setup: func(h *harness) {
+				h.wts.touched = []worktree.FileChange{{Path: envSecret + "/" + providerSecret, Status: "A"}}
+			},
+			want: result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}}},
 		{name: "docker answer", tool: AskCline, iso: dock, steps: func(t *testing.T) []step { return []step{withSecrets(pong(t), "PONG")} },
 			want: result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}}},
 	}
@@ -71,7 +88,7 @@ func TestRedaction(t *testing.T) {
 				if found := leaks(t, res, envSecret, providerSecret); len(found) > 0 {
 					t.Errorf("result leaks %q: %+v", found, res)
 				}
-				if !strings.Contains(res.Text+res.Message+strings.Join(res.Warnings, " ")+res.StdoutTail+derefOr(res.Diff), "[REDACTED]") {
+				if b, _ := json.Marshal(res); !strings.Contains(string(b), "[REDACTED]") {
 					t.Errorf("nothing was marked redacted: %+v", res)
 				}
 				for _, p := range h.progressed() {

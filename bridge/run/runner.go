@@ -132,7 +132,7 @@ type call struct {
 	r        *Runner
 	progress Progress
 	start    time.Time
-	red      *redact.Redactor
+	red      *secrets          // this call's redactor; learns the credentials the call reads
 	iso      sandbox.Isolation // first attempt's isolation
 	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
 	repo     *worktree.Repo    // the checkout or worktree as recorded before the first attempt (nil: none yet)
@@ -153,38 +153,29 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	k := &call{Call: c, r: r, progress: progress, start: time.Now()}
+	k := &call{Call: c, r: r, start: time.Now()}
 	k.iso = c.Isolation
 	if k.iso == "" || !k.iso.AtLeast(r.cfg.Floor) {
 		k.iso = r.cfg.Floor
 	}
-	k.red = r.redactor()
+	k.red = r.callSecrets()
+	// Every progress message leaves through the call's redactor, with what it knows by then.
+	k.progress = func(m string) { progress(k.red.Text(m)) }
 	res := k.do(ctx)
 	res.Duration = time.Since(k.start).Seconds()
-	// Diagnostics (warnings, messages; the tails were redacted while streaming) get the thorough
-	// level; the answer and the diff get the precise level, which changes only known secret
-	// values and credential shapes, never code that merely names a password or token.
-	res.Warnings = k.redactAll(append(k.warnings, res.Warnings...))
-	res.Message = k.red.String(res.Message)
-	res.Text = k.red.Text(res.Text)
-	if res.Diff != nil {
-		// A diff can carry a secret Cline wrote into a file (.env, config); it leaves the machine
-		// like every other field, so it is redacted too. The file on disk keeps it.
-		d := k.red.Text(*res.Diff)
-		res.Diff = &d
-	}
-	if res.Git != nil {
-		// The git error of an apply's evidence (a git process's stderr) leaves in the git
-		// report beside the message that repeats it; both are diagnostics.
-		res.Git.Error = k.red.String(res.Git.Error)
-	}
+	res.Warnings = append(k.warnings, res.Warnings...)
+	// The epilogue is over: a refresh the CLI wrote into the user's file, or a merge-back, is in
+	// it now.
+	k.red.refresh(true)
 	if res.Isolation == "" {
 		res.Isolation = k.iso
 	}
 	if res.AttemptIsolation == nil {
 		res.AttemptIsolation = []sandbox.Isolation{}
 	}
-	return res
+	// Every string of the result, at its level, with every secret the call learned (a diff can
+	// carry a secret Cline wrote into a file, a file name can be one; the file on disk keeps it).
+	return redactResult(res, k.red.redactor())
 }
 
 func (k *call) do(ctx context.Context) Result {
@@ -274,10 +265,11 @@ func (k *call) waitTurn(ctx context.Context) (func(), error) {
 	return func() { r(); release() }, nil
 }
 
-// redactor knows the literal secrets of this moment: the server's environment (secret-named
-// variables, and every variable named by --docker-env, whatever its name) and the values in the
-// user's providers.json. Reading the file is best effort.
-func (r *Runner) redactor() *redact.Redactor {
+// callSecrets is a new call's redactor. It knows the literal secrets of this moment — the server's
+// environment (secret-named variables, and every variable named by --docker-env, whatever its
+// name) — and watches the user's providers.json: its values now, and any refresh written to it
+// during the call (read again when it changed; reading it is best effort).
+func (r *Runner) callSecrets() *secrets {
 	lits := redact.SecretsFromEnv(r.cfg.Env)
 	getenv := envLookup(r.cfg.Env)
 	for _, name := range r.cfg.DockerEnv {
@@ -285,18 +277,9 @@ func (r *Runner) redactor() *redact.Redactor {
 			lits = append(lits, v)
 		}
 	}
-	if b, err := os.ReadFile(r.cfg.Settings.Path()); err == nil {
-		lits = append(lits, redact.SecretsFromJSON(b)...)
-	}
-	return redact.New(lits)
-}
-
-func (k *call) redactAll(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		out = append(out, k.red.String(s))
-	}
-	return out
+	s := newSecrets(redact.New(lits))
+	s.watch(r.cfg.Settings.Path(), nil)
+	return s
 }
 
 // fail builds a failure result carrying what the call knows so far.

@@ -56,7 +56,7 @@ type GitReport struct {
 	ChangedFiles []ChangedFile     `json:"changedFiles,omitempty"`
 	WorkingTree  bool              `json:"workingTreeChanged"`
 	UndoHint     string            `json:"undoHint,omitempty"`
-	Error        string            `json:"error,omitempty"`
+	Error        string            `json:"error,omitempty" redact:"diagnostic"` // a git process's stderr
 }
 
 // WorktreeReport describes the disposable worktree of ask_cline_workspace. After a successful
@@ -75,11 +75,13 @@ type WorktreeReport struct {
 }
 
 // Result is the outcome of one call, success or failure. The MCP layer turns it into content and
-// structuredContent in one place; nothing else formats results.
+// structuredContent in one place; nothing else formats results. Runner.Do redacts every string in
+// it, nested ones included (redactResult): fields tagged `redact:"diagnostic"` at the thorough
+// level, all others at the precise level.
 type Result struct {
 	OK       bool
 	Text     string
-	Warnings []string
+	Warnings []string `redact:"diagnostic"`
 	Attempts int
 	// ExitCode and Signal describe the last attempt's process; nil when it never ran or was
 	// killed without a code.
@@ -105,10 +107,10 @@ type Result struct {
 
 	// failure
 	Kind       string
-	Message    string
+	Message    string `redact:"diagnostic"`
 	Retryable  bool
-	StderrTail string
-	StdoutTail string
+	StderrTail string `redact:"diagnostic"`
+	StdoutTail string `redact:"diagnostic"`
 }
 
 // Progress receives short, already-redacted progress messages during a call.
