@@ -135,10 +135,10 @@ type Executor struct {
 	// endpoint is where the engine was found (WithEndpoint), for Describe.
 	endpoint Endpoint
 	// mounts is the configured mount mode; probed/probedWhy cache auto's decision.
-	mounts     MountMode
-	probeMu    sync.Mutex
-	probed     MountMode
-	probedWhy  string
+	mounts    MountMode
+	probeMu   sync.Mutex
+	probed    MountMode
+	probedWhy string
 	// backLimits bound one copy back; staging bounds the staged files of all copy backs in
 	// flight together (copy mode).
 	backLimits archive.Limits
