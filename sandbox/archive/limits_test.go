@@ -222,9 +222,9 @@ func TestReadBackLyingStreams(t *testing.T) {
 	root := rawHeader("repo/", tar.TypeDir, 0)
 	sparseMap := pad([]byte("1\n0\n1\n"))
 	tests := []struct {
-		name    string
-		stream  []byte
-		why     string // in the refusal; "" for any error (the stream ends early)
+		name   string
+		stream []byte
+		why    string // in the refusal; "" for any error (the stream ends early)
 	}{
 		{"more bytes than declared", concat(root, rawHeader("repo/a", tar.TypeReg, 10), pad(bytes.Repeat([]byte("y"), 2000))), "malformed"},
 		{"fewer bytes than declared", concat(root, rawHeader("repo/a", tar.TypeReg, 1<<20), bytes.Repeat([]byte("y"), 100)), ""},
