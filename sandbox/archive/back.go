@@ -107,10 +107,10 @@ func (rd *reader) entry(r io.Reader, hdr *tar.Header, base string) error {
 	if hdr.Size < 0 {
 		return refuse("%q declares a negative size", hdr.Name)
 	}
-	rd.read += hdr.Size
-	if rd.read > rd.lim.Read {
+	if hdr.Size > rd.lim.Read-rd.read { // never overflows: rd.read <= lim.Read
 		return refuse("%q declares %s: the archive would pass %s", hdr.Name, size(hdr.Size), size(rd.lim.Read))
 	}
+	rd.read += hdr.Size
 	if isSparse(hdr) {
 		return refuse("%q is a sparse file entry, which no engine sends", hdr.Name)
 	}

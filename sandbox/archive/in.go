@@ -119,34 +119,13 @@ func WriteTree(tw *tar.Writer, src string, u Owner, skip, noRecord SkipFunc, man
 			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, link
 			e = Entry{kind: 'l', link: link}
 		case info.Mode().IsRegular():
-			f, err := os.Open(p)
-			if err != nil {
-				return nil // unreadable: left out, like a file the container could not read
-			}
-			defer f.Close()
 			hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
-			if err := tw.WriteHeader(hdr); err != nil {
-				return err
-			}
-			var h hash.Hash
-			var w io.Writer = tw
-			if record {
-				h = sha256.New()
-				w = io.MultiWriter(tw, h)
-			}
-			n, err := io.CopyBuffer(w, io.LimitReader(f, info.Size()), buf)
-			if err != nil {
-				return fmt.Errorf("copy %s: %w", p, err)
-			}
-			if n != info.Size() {
-				return fmt.Errorf("copy %s: it shrank while being copied (%d of %d bytes)", p, n, info.Size())
-			}
-			if record {
-				e = Entry{kind: 'f', mode: info.Mode() & PermBits, size: n}
-				copy(e.sum[:], h.Sum(nil))
+			e, ok, err := writeRegular(tw, p, hdr, record, buf)
+			if ok && record {
+				e.mode = info.Mode() & PermBits
 				man[rel] = e
 			}
-			return nil
+			return err
 		default:
 			return nil
 		}
@@ -158,6 +137,37 @@ func WriteTree(tw *tar.Writer, src string, u Owner, skip, noRecord SkipFunc, man
 		}
 		return nil
 	})
+}
+
+// writeRegular writes the regular file p under hdr (Size set) and hashes it when record is
+// set; ok is false when p cannot be opened (left out, like a file the container could not read).
+func writeRegular(tw *tar.Writer, p string, hdr *tar.Header, record bool, buf []byte) (e Entry, ok bool, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return e, false, nil
+	}
+	defer f.Close()
+	if err := tw.WriteHeader(hdr); err != nil {
+		return e, false, err
+	}
+	var h hash.Hash
+	var w io.Writer = tw
+	if record {
+		h = sha256.New()
+		w = io.MultiWriter(tw, h)
+	}
+	n, err := io.CopyBuffer(w, io.LimitReader(f, hdr.Size), buf)
+	if err != nil {
+		return e, false, fmt.Errorf("copy %s: %w", p, err)
+	}
+	if n != hdr.Size {
+		return e, false, fmt.Errorf("copy %s: it shrank while being copied (%d of %d bytes)", p, n, hdr.Size)
+	}
+	e = Entry{kind: 'f', size: n}
+	if record {
+		copy(e.sum[:], h.Sum(nil))
+	}
+	return e, true, nil
 }
 
 // WriteDirEntry writes the one entry "<name>/" (a directory owned by u with mode). Uploaded to

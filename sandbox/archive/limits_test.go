@@ -228,6 +228,9 @@ func TestReadBackLyingStreams(t *testing.T) {
 	}{
 		{"more bytes than declared", concat(root, rawHeader("repo/a", tar.TypeReg, 10), pad(bytes.Repeat([]byte("y"), 2000))), "malformed"},
 		{"fewer bytes than declared", concat(root, rawHeader("repo/a", tar.TypeReg, 1<<20), bytes.Repeat([]byte("y"), 100)), ""},
+		// a declared size that would wrap the archive's total around: the read limit still holds
+		{"sizes that overflow", concat(root, rawHeader("repo/a", tar.TypeReg, 1), pad([]byte("a")),
+			paxBlock(map[string]string{"size": strconv.FormatInt(1<<63-1, 10)}), rawHeader("repo/d/", tar.TypeDir, 0), make([]byte, 1024)), "the archive would pass"},
 		{"old GNU sparse", concat(root, gnuHeader("repo/s", tar.TypeGNUSparse, 0, gb26), make([]byte, 1024)), "sparse"},
 		{"PAX GNU sparse 1.0", concat(root, paxBlock(map[string]string{
 			"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "repo/s", "GNU.sparse.realsize": strconv.Itoa(gb26)}),
