@@ -105,6 +105,9 @@ func (b *Budget) give(n int64) {
 	b.mu.Unlock()
 }
 
+// Limit is the most bytes the budget reserves at once.
+func (b *Budget) Limit() int64 { return b.limit }
+
 // InUse is the bytes reserved now.
 func (b *Budget) InUse() int64 {
 	b.mu.Lock()
