@@ -1,6 +1,7 @@
 // Package archtest keeps the import arrows of ARCHITECTURE.md true: cmd → bridge/* → sandbox/*,
 // bridge/cline and bridge/redact import nothing of ours, sandbox imports only the standard
-// library, each external system has one adapter package, and nothing imports cmd.
+// library (and so does sandbox/archive, the parser of what a container sends back), each
+// external system has one adapter package, and nothing imports cmd.
 package archtest
 
 import (
@@ -42,6 +43,10 @@ func TestImportArrows(t *testing.T) {
 				t.Errorf("sandbox/proc imports %s: it must import nothing of ours", o)
 			case pkg == "sandbox/egress" && !stdlib(imp):
 				t.Errorf("sandbox/egress imports %s: the proxy uses only the standard library", imp)
+			case pkg == "sandbox/archive" && !stdlib(imp):
+				t.Errorf("sandbox/archive imports %s: the parser a hostile container talks to uses only the standard library", imp)
+			case pkg == "sandbox/docker" && o == "sandbox/archive":
+				// copy mode's archives are read and written by sandbox/archive
 			case pkg == "sandbox/docker" && o == "sandbox/egress":
 				// the executor speaks the egress proxy's control protocol
 			case strings.HasPrefix(pkg, "sandbox/") && isOurs && o != "sandbox" && o != "sandbox/proc":

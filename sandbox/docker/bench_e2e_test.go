@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/archive"
 )
 
 // BenchmarkRun compares one quick run of the test image three ways:
@@ -150,7 +151,7 @@ func floorUpload(b *testing.B, e *Executor, repo string) time.Duration {
 	b.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := writeTree(tw, repo, runUser{}, func(string) bool { return false }, nil, nil); err != nil {
+	if err := archive.WriteTree(tw, repo, archive.Owner{}, func(string) bool { return false }, nil, nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := tw.Close(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/archive"
 )
 
 // copyTree is a host checkout for the copy-mode tests: a few files, a directory to delete, an
@@ -152,7 +153,7 @@ func testCopyRefusesSpecialFiles(t *testing.T, e *Executor) {
 	spec.Mounts = ct.mounts()
 	x, err := e.Run(t.Context(), spec)
 	var cb *sandbox.CopyBackError
-	if !errors.As(err, &cb) || !errors.Is(err, errHostile) {
+	if !errors.As(err, &cb) || !errors.Is(err, archive.ErrRefused) {
 		t.Fatalf("got %+v %v, want a CopyBackError refusing the archive\n%s", x, err, out)
 	}
 	if x.Code != 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/archive"
 )
 
 // copyTimeout bounds the copy back after the run's ctx ended (a stop); a tree of 10,000 files
@@ -35,7 +36,7 @@ type copied struct {
 	// they have their own volume or upload, and never come back through this one.
 	nested []string
 	// man records what went in, for a Return.Tree mount.
-	man manifest
+	man archive.Manifest
 }
 
 // copySet is the copy-mode state of one run: its volumes and how to bring changes back.
@@ -101,12 +102,15 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	}
 	for _, f := range cs.files {
 		dir, base := path.Split(f.Target)
-		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return writeFile(tw, base, f.Source, u, f.ReadOnly) }); err != nil {
+		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return archive.WriteFile(tw, base, f.Source, u.owner(), f.ReadOnly) }); err != nil {
 			return nil, nil, e.copyError(ctx, "copy "+f.Source+" into the container", filler, err)
 		}
 	}
 	return cs, cs.volumeMounts(true), nil
 }
+
+// owner is u as the owner of the entries of an archive going in.
+func (u runUser) owner() archive.Owner { return archive.Owner{UID: u.uid, GID: u.gid} }
 
 // labelRole tells the filler container apart from the run container in listings.
 const labelRole = "cline-mcp.role"
@@ -183,14 +187,14 @@ func (cs *copySet) volumeMounts(forRun bool) []mount.Mount {
 // resolves the parent outside the volume and merely creates a directory in the filler).
 func (cs *copySet) fill(ctx context.Context, filler string, d *copied, u runUser) error {
 	e := cs.e
-	skip := underAny(d.nested)
-	var noRecord skipFunc
+	skip := archive.Under(d.nested)
+	var noRecord archive.SkipFunc
 	if !d.m.ReadOnly && d.m.Return.Tree {
-		d.man = manifest{}
-		noRecord = hasGitPart
+		d.man = archive.Manifest{}
+		noRecord = archive.HasGitPart
 	}
 	err := e.upload(ctx, filler, d.m.Target, func(tw *tar.Writer) error {
-		return writeTree(tw, d.m.Source, u, skip, noRecord, d.man)
+		return archive.WriteTree(tw, d.m.Source, u.owner(), skip, noRecord, d.man)
 	})
 	if err != nil {
 		return e.copyError(ctx, "copy "+d.m.Source+" into the container", filler, err)
@@ -200,7 +204,7 @@ func (cs *copySet) fill(ctx context.Context, filler string, d *copied, u runUser
 		return &sandbox.LaunchError{Op: "docker copy", Err: err}
 	}
 	parent, base := path.Split(d.m.Target)
-	err = e.upload(ctx, filler, parent, func(tw *tar.Writer) error { return writeDirEntry(tw, base, fi.Mode(), u) })
+	err = e.upload(ctx, filler, parent, func(tw *tar.Writer) error { return archive.WriteDirEntry(tw, base, fi.Mode(), u.owner()) })
 	if err != nil {
 		return e.copyError(ctx, "set the owner of "+d.m.Target+" in the container", filler, err)
 	}
@@ -282,41 +286,43 @@ func (cs *copySet) treeBack(ctx context.Context, id string, d *copied) error {
 	}
 	defer res.Content.Close()
 	if !res.Stat.Mode.IsDir() {
-		return hostile("%s is no longer a directory in the container", d.m.Target)
+		return archive.Refusef("%s is no longer a directory in the container", d.m.Target)
 	}
-	stage, err := os.MkdirTemp("", "cline-mcp-back-")
+	// The stage lives in the temp dir; what it may hold is bounded per copy back (the
+	// executor's limits) and for all copy backs in flight (its staging budget).
+	stage, err := archive.NewStage("", cs.e.staging)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(stage)
-	skip := func(r string) bool { return hasGitPart(r) || underAny(d.nested)(r) }
-	plan, err := readBack(res.Content, path.Base(d.m.Target), d.man, skip, stage, cs.e.backLimits)
+	defer stage.Close()
+	skip := func(r string) bool { return archive.HasGitPart(r) || archive.Under(d.nested)(r) }
+	plan, err := archive.ReadBack(res.Content, path.Base(d.m.Target), d.man, skip, stage, cs.e.backLimits)
 	if err != nil {
 		return err
 	}
-	return plan.apply(d.m.Source)
+	return plan.Apply(d.m.Source)
 }
 
 // fileBack brings one Return.Files path back as a regular file, or removes it from Source when
 // the run removed it or made it something else.
 func (cs *copySet) fileBack(ctx context.Context, id string, d *copied, f string) error {
 	r := path.Clean(f)
-	if !filepath.IsLocal(filepath.FromSlash(r)) || hasGitPart(r) {
+	if !filepath.IsLocal(filepath.FromSlash(r)) || archive.HasGitPart(r) {
 		return fmt.Errorf("return path %q: must be a plain relative path", f)
 	}
 	res, err := cs.e.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: path.Join(d.m.Target, r)})
 	if isNotFound(err) {
-		return putFile(d.m.Source, filepath.FromSlash(r), nil, false)
+		return archive.PutFile(d.m.Source, filepath.FromSlash(r), nil, false)
 	}
 	if err != nil {
 		return fmt.Errorf("download %s: %w", r, err)
 	}
 	defer res.Content.Close()
-	data, ok, err := readOneFile(res.Content)
+	data, ok, err := archive.ReadSingle(res.Content)
 	if err != nil {
 		return err
 	}
-	return putFile(d.m.Source, filepath.FromSlash(r), data, ok)
+	return archive.PutFile(d.m.Source, filepath.FromSlash(r), data, ok)
 }
 
 // cleanup removes the run's volumes (the containers using them must be gone). It ignores ctx's

@@ -19,7 +19,7 @@
 // `ssh … docker system dial-stdio`. Rootless Docker runs Cline as uid 0 (the calling user on
 // the host), rootless Podman as the caller with userns keep-id. Mounts are bind mounts when the
 // engine sees this machine's files (a probe decides once) and otherwise copied in and out
-// through the archive API (copymode.go), the copy back treated as hostile (tarback.go).
+// through the archive API (copymode.go), the copy back treated as hostile (sandbox/archive).
 //
 // # Egress
 //
@@ -55,6 +55,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/archive"
 )
 
 // Label keys set on every container this package creates.
@@ -133,11 +135,14 @@ type Executor struct {
 	// endpoint is where the engine was found (WithEndpoint), for Describe.
 	endpoint Endpoint
 	// mounts is the configured mount mode; probed/probedWhy cache auto's decision.
-	mounts     MountMode
-	probeMu    sync.Mutex
-	probed     MountMode
-	probedWhy  string
-	backLimits backLimits
+	mounts    MountMode
+	probeMu   sync.Mutex
+	probed    MountMode
+	probedWhy string
+	// backLimits bound one copy back; staging bounds the staged files of all copy backs in
+	// flight together (copy mode).
+	backLimits archive.Limits
+	staging    *archive.Budget
 	// background counts copy-mode volume removals still running after their Run returned.
 	background sync.WaitGroup
 
@@ -263,6 +268,19 @@ func WithMounts(m MountMode) Option {
 	}
 }
 
+// WithCopyLimits sets what a copy back accepts from a container in copy mode (default
+// archive.DefaultLimits). lim.Staged bounds the staging of one copy back and of all copy backs
+// in flight together.
+func WithCopyLimits(lim archive.Limits) Option {
+	return func(e *Executor) error {
+		if lim.Entries < 1 || lim.Read < 0 || lim.File < 0 || lim.Staged < 0 || lim.Name < 1 || lim.Depth < 1 || lim.Names < 0 {
+			return fmt.Errorf("copy limits %+v: every limit must be positive", lim)
+		}
+		e.backLimits = lim
+		return nil
+	}
+}
+
 // WithClient makes the executor use cli instead of a client built from the endpoint. The
 // caller keeps ownership: Executor.Close does not close it.
 func WithClient(cli Client) Option {
@@ -285,7 +303,7 @@ func New(opts ...Option) (*Executor, error) {
 		nanoCPUs:   DefaultNanoCPUs,
 		endpoint:   Endpoint{Host: defaultHost, Source: "default socket"},
 		mounts:     MountsAuto,
-		backLimits: defaultBackLimits,
+		backLimits: archive.DefaultLimits,
 		egress:     Egress{Mode: EgressOpen, Image: DefaultEgressImage},
 	}
 	for _, opt := range opts {
@@ -306,6 +324,7 @@ func New(opts ...Option) (*Executor, error) {
 	if e.instance == "" {
 		e.instance = InstanceID()
 	}
+	e.staging = archive.NewBudget(e.backLimits.Staged)
 	if err := CheckEgressNetwork(e.egress.Mode, e.network); err != nil {
 		return nil, fmt.Errorf("docker executor: %w", err)
 	}

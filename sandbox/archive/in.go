@@ -1,4 +1,4 @@
-package docker
+package archive
 
 import (
 	"archive/tar"
@@ -13,9 +13,9 @@ import (
 	"strings"
 )
 
-// entry is what copy mode remembers of one file it copied into a container, so the copy back
-// rewrites only what the run changed and deletes only what it copied in.
-type entry struct {
+// Entry is what WriteTree remembers of one file it wrote into a container's archive, so
+// ReadBack rewrites only what the run changed and Plan.Apply deletes only what went in.
+type Entry struct {
 	kind byte // 'd' directory, 'f' regular file, 'l' symbolic link
 	mode fs.FileMode
 	size int64
@@ -23,14 +23,17 @@ type entry struct {
 	link string
 }
 
-// manifest maps slash-separated paths relative to a mount's root to what was copied in.
-type manifest map[string]entry
+// Manifest maps slash-separated paths relative to a mount's root to what was copied in.
+type Manifest map[string]Entry
 
-// skipFunc reports whether a relative path (and everything below it) is left out.
-type skipFunc func(rel string) bool
+// SkipFunc reports whether a relative path (and everything below it) is left out.
+type SkipFunc func(rel string) bool
 
-// underAny returns a skipFunc for the given relative paths and their subtrees.
-func underAny(rels []string) skipFunc {
+// Owner is the numeric owner WriteTree gives every entry (the container's user).
+type Owner struct{ UID, GID int }
+
+// Under returns a SkipFunc for the given relative paths and their subtrees.
+func Under(rels []string) SkipFunc {
 	return func(rel string) bool {
 		for _, r := range rels {
 			if rel == r || strings.HasPrefix(rel, r+"/") {
@@ -41,9 +44,9 @@ func underAny(rels []string) skipFunc {
 	}
 }
 
-// hasGitPart reports whether a relative path has a component named .git (in any case: on a
+// HasGitPart reports whether a relative path has a component named .git (in any case: on a
 // case-insensitive file system .GIT is the same directory).
-func hasGitPart(rel string) bool {
+func HasGitPart(rel string) bool {
 	for _, p := range strings.Split(rel, "/") {
 		if strings.EqualFold(p, ".git") {
 			return true
@@ -52,17 +55,17 @@ func hasGitPart(rel string) bool {
 	return false
 }
 
-// permBits are the mode bits copied in both directions: no setuid, setgid or sticky bit ever
+// PermBits are the mode bits copied in both directions: no setuid, setgid or sticky bit ever
 // comes back from a container.
-const permBits = fs.ModePerm
+const PermBits = fs.ModePerm
 
-// writeTree writes the tree under src into tw as "./" and "./<rel>" entries owned by u, with
+// WriteTree writes the tree under src into tw as "./" and "./<rel>" entries owned by u, with
 // their permission bits and modification times; symbolic links stay links. Sockets, devices and
 // pipes are left out, as are entries that vanish or cannot be read while walking (like a bind
 // mount shows them: not at all to a reader without permission). skip leaves out paths and their
 // subtrees. When man is not nil, every entry written is recorded in it (regular files with
 // their SHA-256) except those for which noRecord says so.
-func writeTree(tw *tar.Writer, src string, u runUser, skip, noRecord skipFunc, man manifest) error {
+func WriteTree(tw *tar.Writer, src string, u Owner, skip, noRecord SkipFunc, man Manifest) error {
 	buf := make([]byte, 256<<10)
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -93,57 +96,36 @@ func writeTree(tw *tar.Writer, src string, u runUser, skip, noRecord skipFunc, m
 			return nil
 		}
 		hdr := &tar.Header{
-			Name: "./" + rel, Mode: int64(info.Mode() & permBits), ModTime: info.ModTime(),
-			Uid: u.uid, Gid: u.gid, Format: tar.FormatPAX,
+			Name: "./" + rel, Mode: int64(info.Mode() & PermBits), ModTime: info.ModTime(),
+			Uid: u.UID, Gid: u.GID, Format: tar.FormatPAX,
 		}
 		if rel == "." {
 			hdr.Name = "./"
 		}
 		record := man != nil && rel != "." && (noRecord == nil || !noRecord(rel))
-		var e entry
+		var e Entry
 		switch {
 		case info.IsDir():
 			hdr.Typeflag = tar.TypeDir
 			if rel != "." {
 				hdr.Name += "/"
 			}
-			e = entry{kind: 'd', mode: info.Mode() & permBits}
+			e = Entry{kind: 'd', mode: info.Mode() & PermBits}
 		case info.Mode()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(p)
 			if err != nil {
 				return nil
 			}
 			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, link
-			e = entry{kind: 'l', link: link}
+			e = Entry{kind: 'l', link: link}
 		case info.Mode().IsRegular():
-			f, err := os.Open(p)
-			if err != nil {
-				return nil // unreadable: left out, like a file the container could not read
-			}
-			defer f.Close()
 			hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
-			if err := tw.WriteHeader(hdr); err != nil {
-				return err
-			}
-			var h hash.Hash
-			var w io.Writer = tw
-			if record {
-				h = sha256.New()
-				w = io.MultiWriter(tw, h)
-			}
-			n, err := io.CopyBuffer(w, io.LimitReader(f, info.Size()), buf)
-			if err != nil {
-				return fmt.Errorf("copy %s: %w", p, err)
-			}
-			if n != info.Size() {
-				return fmt.Errorf("copy %s: it shrank while being copied (%d of %d bytes)", p, n, info.Size())
-			}
-			if record {
-				e = entry{kind: 'f', mode: info.Mode() & permBits, size: n}
-				copy(e.sum[:], h.Sum(nil))
+			e, ok, err := writeRegular(tw, p, hdr, record, buf)
+			if ok && record {
+				e.mode = info.Mode() & PermBits
 				man[rel] = e
 			}
-			return nil
+			return err
 		default:
 			return nil
 		}
@@ -157,19 +139,50 @@ func writeTree(tw *tar.Writer, src string, u runUser, skip, noRecord skipFunc, m
 	})
 }
 
-// writeDirEntry writes the one entry "<name>/" (a directory owned by u with mode). Uploaded to
+// writeRegular writes the regular file p under hdr (Size set) and hashes it when record is
+// set; ok is false when p cannot be opened (left out, like a file the container could not read).
+func writeRegular(tw *tar.Writer, p string, hdr *tar.Header, record bool, buf []byte) (e Entry, ok bool, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return e, false, nil
+	}
+	defer f.Close()
+	if err := tw.WriteHeader(hdr); err != nil {
+		return e, false, err
+	}
+	var h hash.Hash
+	var w io.Writer = tw
+	if record {
+		h = sha256.New()
+		w = io.MultiWriter(tw, h)
+	}
+	n, err := io.CopyBuffer(w, io.LimitReader(f, hdr.Size), buf)
+	if err != nil {
+		return e, false, fmt.Errorf("copy %s: %w", p, err)
+	}
+	if n != hdr.Size {
+		return e, false, fmt.Errorf("copy %s: it shrank while being copied (%d of %d bytes)", p, n, hdr.Size)
+	}
+	e = Entry{kind: 'f', size: n}
+	if record {
+		copy(e.sum[:], h.Sum(nil))
+	}
+	return e, true, nil
+}
+
+// WriteDirEntry writes the one entry "<name>/" (a directory owned by u with mode). Uploaded to
 // the parent of a volume's mount point, it sets the owner and mode of the volume's root, which
 // an entry "./" inside the volume does not do on every engine.
-func writeDirEntry(tw *tar.Writer, name string, mode fs.FileMode, u runUser) error {
+func WriteDirEntry(tw *tar.Writer, name string, mode fs.FileMode, u Owner) error {
 	return tw.WriteHeader(&tar.Header{
-		Name: path.Clean(name) + "/", Typeflag: tar.TypeDir, Mode: int64(mode & permBits),
-		Uid: u.uid, Gid: u.gid, Format: tar.FormatPAX,
+		Name: path.Clean(name) + "/", Typeflag: tar.TypeDir, Mode: int64(mode & PermBits),
+		Uid: u.UID, Gid: u.GID, Format: tar.FormatPAX,
 	})
 }
 
-// writeFile writes the one regular file src as name, owned by u, without write bits when
+// WriteFile writes the one regular file src as name, owned by u, without write bits when
 // readOnly.
-func writeFile(tw *tar.Writer, name, src string, u runUser, readOnly bool) error {
+func WriteFile(tw *tar.Writer, name, src string, u Owner, readOnly bool) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -182,13 +195,13 @@ func writeFile(tw *tar.Writer, name, src string, u runUser, readOnly bool) error
 	if !info.Mode().IsRegular() {
 		return fmt.Errorf("%s is not a regular file", src)
 	}
-	mode := info.Mode() & permBits
+	mode := info.Mode() & PermBits
 	if readOnly {
 		mode &^= 0o222
 	}
 	if err := tw.WriteHeader(&tar.Header{
 		Name: name, Typeflag: tar.TypeReg, Mode: int64(mode), Size: info.Size(),
-		ModTime: info.ModTime(), Uid: u.uid, Gid: u.gid, Format: tar.FormatPAX,
+		ModTime: info.ModTime(), Uid: u.UID, Gid: u.GID, Format: tar.FormatPAX,
 	}); err != nil {
 		return err
 	}

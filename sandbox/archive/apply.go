@@ -1,4 +1,4 @@
-package docker
+package archive
 
 import (
 	"archive/tar"
@@ -14,7 +14,7 @@ import (
 	"strings"
 )
 
-// apply makes the tree at dst match the plan. It first checks that every parent directory it
+// Apply makes the tree at dst match the plan. It first checks that every parent directory it
 // will write into is a real directory on the host (or one the plan creates), so a refusal
 // changes nothing; then it deletes (deepest first), creates directories (parents first), writes
 // files and links (each to a temporary name beside it, renamed over the old one) and finally
@@ -22,7 +22,7 @@ import (
 // children). Every operation goes through an os.Root of dst: nothing outside dst is reachable.
 // What the user changed on the host during the run is left alone where the plan did not
 // change it; a directory the plan deletes but that is not empty stays.
-func (p *backPlan) apply(dst string) error {
+func (p *Plan) Apply(dst string) error {
 	root, err := os.OpenRoot(dst)
 	if err != nil {
 		return err
@@ -129,7 +129,7 @@ func hostParentsOK(root *os.Root, rel string, planned map[string]byte) error {
 		case planned[dir] == 'd' && (errors.Is(err, fs.ErrNotExist) || err == nil):
 			continue
 		case err == nil:
-			return fmt.Errorf("%w: %s would be written below %s, which is not a directory on the host", errHostile, rel, dir)
+			return fmt.Errorf("%w: %s would be written below %s, which is not a directory on the host", ErrRefused, rel, dir)
 		default:
 			return fmt.Errorf("%s: %w", dir, err)
 		}
@@ -206,13 +206,14 @@ func tempName(rel string) string {
 	return path.Join(path.Dir(rel), ".cline-mcp-"+hex.EncodeToString(b)+".tmp")
 }
 
-// maxReturnedFile bounds a file brought back by Return.Files (settings files are a few KiB).
-const maxReturnedFile = 16 << 20
+// MaxReturnedFile bounds a file brought back by ReadSingle (settings files are a few KiB).
+const MaxReturnedFile = 16 << 20
 
-// readOneFile reads a container's archive of a single path. It returns the content when the
-// path is a regular file of at most maxReturnedFile bytes, and ok=false for anything else (a
+// ReadSingle reads a container's archive of a single path. It returns the content when the
+// path is a regular file of at most MaxReturnedFile bytes (refused on its declared size, before
+// it is read), and ok=false for anything else (a
 // directory, a link, a device): such a path counts as removed.
-func readOneFile(r io.Reader) (data []byte, ok bool, err error) {
+func ReadSingle(r io.Reader) (data []byte, ok bool, err error) {
 	tr := tar.NewReader(r)
 	hdr, err := tr.Next()
 	if errors.Is(err, io.EOF) {
@@ -225,8 +226,11 @@ func readOneFile(r io.Reader) (data []byte, ok bool, err error) {
 	if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeRegA {
 		return nil, false, nil
 	}
-	if hdr.Size > maxReturnedFile {
-		return nil, false, hostile("the file has %d bytes, more than %d", hdr.Size, maxReturnedFile)
+	if hdr.Size > MaxReturnedFile {
+		return nil, false, refuse("the file declares %s, more than %s", size(hdr.Size), size(MaxReturnedFile))
+	}
+	if isSparse(hdr) {
+		return nil, false, refuse("the file is a sparse file entry, which no engine sends")
 	}
 	data, err = io.ReadAll(io.LimitReader(tr, hdr.Size))
 	if err != nil {
@@ -238,9 +242,9 @@ func readOneFile(r io.Reader) (data []byte, ok bool, err error) {
 	return data, true, nil
 }
 
-// putFile makes rel under dst the regular file data (0600), or removes it when ok is false.
+// PutFile makes rel under dst the regular file data (0600), or removes it when ok is false.
 // The parents of rel must be real directories.
-func putFile(dst, rel string, data []byte, ok bool) error {
+func PutFile(dst, rel string, data []byte, ok bool) error {
 	root, err := os.OpenRoot(dst)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package docker
+package archive
 
 import (
 	"archive/tar"
@@ -10,6 +10,24 @@ import (
 	"strings"
 	"testing"
 )
+
+// testStage is a Stage in a temp dir of the test, closed at its end.
+func testStage(t testing.TB) *Stage {
+	t.Helper()
+	s, err := NewStage(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// limits are DefaultLimits changed by set.
+func limits(set func(*Limits)) Limits {
+	l := DefaultLimits
+	set(&l)
+	return l
+}
 
 func writeTestFile(t *testing.T, p, content string) {
 	t.Helper()
@@ -96,9 +114,9 @@ func TestReadBackRefusesHostileArchives(t *testing.T) {
 			root := t.TempDir()
 			repo := filepath.Join(root, "repo")
 			writeTestFile(t, filepath.Join(repo, "keep.txt"), "keep")
-			man := manifest{"keep.txt": {kind: 'f', mode: 0o644, size: 4, sum: sha256.Sum256([]byte("keep"))}}
-			_, err := readBack(archive(t, tt.ents...), "repo", man, func(string) bool { return false }, t.TempDir(), defaultBackLimits)
-			if !errors.Is(err, errHostile) {
+			man := Manifest{"keep.txt": {kind: 'f', mode: 0o644, size: 4, sum: sha256.Sum256([]byte("keep"))}}
+			_, err := ReadBack(archive(t, tt.ents...), "repo", man, func(string) bool { return false }, testStage(t), DefaultLimits)
+			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("got %v, want the archive refused", err)
 			}
 			entries, _ := os.ReadDir(root)
@@ -122,17 +140,17 @@ func TestReadBackLimits(t *testing.T) {
 	big := strings.Repeat("x", 1000)
 	tests := []struct {
 		name string
-		lim  backLimits
+		lim  Limits
 		ents []ent
 	}{
-		{"entries", backLimits{entries: 3, bytes: 1 << 20, changed: 1 << 20}, []ent{dir("repo/"), file("repo/a", "a"), file("repo/b", "b"), file("repo/c", "c")}},
-		{"bytes", backLimits{entries: 100, bytes: 1500, changed: 1 << 20}, []ent{dir("repo/"), file("repo/a", big), file("repo/b", big)}},
-		{"changed bytes", backLimits{entries: 100, bytes: 1 << 20, changed: 1500}, []ent{dir("repo/"), file("repo/a", big), file("repo/b", big)}},
+		{"entries", limits(func(l *Limits) { l.Entries, l.Read, l.Staged = 3, 1<<20, 1<<20 }), []ent{dir("repo/"), file("repo/a", "a"), file("repo/b", "b"), file("repo/c", "c")}},
+		{"bytes", limits(func(l *Limits) { l.Entries, l.Read, l.Staged = 100, 1500, 1<<20 }), []ent{dir("repo/"), file("repo/a", big), file("repo/b", big)}},
+		{"changed bytes", limits(func(l *Limits) { l.Entries, l.Read, l.Staged = 100, 1<<20, 1500 }), []ent{dir("repo/"), file("repo/a", big), file("repo/b", big)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := readBack(archive(t, tt.ents...), "repo", manifest{}, func(string) bool { return false }, t.TempDir(), tt.lim)
-			if !errors.Is(err, errHostile) {
+			_, err := ReadBack(archive(t, tt.ents...), "repo", Manifest{}, func(string) bool { return false }, testStage(t), tt.lim)
+			if !errors.Is(err, ErrRefused) {
 				t.Fatalf("got %v, want the archive refused for its %s", err, tt.name)
 			}
 		})
@@ -152,11 +170,11 @@ func TestCopyBackApplies(t *testing.T) {
 			if err := os.Symlink("keep.txt", filepath.Join(repo, "link")); err != nil {
 				t.Fatal(err)
 			}
-			man := manifest{}
-			skip := func(r string) bool { return hasGitPart(r) || underAny([]string{"other"})(r) }
+			man := Manifest{}
+			skip := func(r string) bool { return HasGitPart(r) || Under([]string{"other"})(r) }
 			var tw bytes.Buffer
 			w := tar.NewWriter(&tw)
-			if err := writeTree(w, repo, runUser{1, 1}, underAny([]string{"other"}), hasGitPart, man); err != nil {
+			if err := WriteTree(w, repo, Owner{1, 1}, Under([]string{"other"}), HasGitPart, man); err != nil {
 				t.Fatal(err)
 			}
 			if _, ok := man[".git/HEAD"]; ok {
@@ -171,11 +189,11 @@ func TestCopyBackApplies(t *testing.T) {
 				hardlink(p+"hard.txt", p+"keep.txt"),
 				ent{name: p + "exec.sh", typ: tar.TypeReg, body: "#!", mode: 0o4755},
 			)
-			plan, err := readBack(a, "repo", man, skip, t.TempDir(), defaultBackLimits)
+			plan, err := ReadBack(a, "repo", man, skip, testStage(t), DefaultLimits)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := plan.apply(repo); err != nil {
+			if err := plan.Apply(repo); err != nil {
 				t.Fatal(err)
 			}
 			for p, want := range map[string]string{"keep.txt": "keep", "edit.txt": "new", "new.txt": "created", ".git/HEAD": "ref", "other/mounted.txt": "m", "hard.txt": "keep", "exec.sh": "#!"} {
@@ -211,9 +229,9 @@ func TestCopyBackRefusesHostSymlinkParent(t *testing.T) {
 	if err := os.MkdirAll(outside, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	man := manifest{}
+	man := Manifest{}
 	var b bytes.Buffer
-	if err := writeTree(tar.NewWriter(&b), repo, runUser{}, func(string) bool { return false }, nil, man); err != nil {
+	if err := WriteTree(tar.NewWriter(&b), repo, Owner{}, func(string) bool { return false }, nil, man); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(filepath.Join(repo, "docs")); err != nil {
@@ -223,11 +241,11 @@ func TestCopyBackRefusesHostSymlinkParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := archive(t, dir("repo/"), file("repo/edit.txt", "new"), dir("repo/docs/"), file("repo/docs/a.md", "a"), file("repo/docs/evil.md", "x"))
-	plan, err := readBack(a, "repo", man, func(string) bool { return false }, t.TempDir(), defaultBackLimits)
+	plan, err := ReadBack(a, "repo", man, func(string) bool { return false }, testStage(t), DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := plan.apply(repo); !errors.Is(err, errHostile) {
+	if err := plan.Apply(repo); !errors.Is(err, ErrRefused) {
 		t.Fatalf("got %v, want a refusal to write below the host's symbolic link", err)
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
@@ -252,7 +270,7 @@ func TestReadOneFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, ok, err := readOneFile(archive(t, tt.ents...))
+			data, ok, err := ReadSingle(archive(t, tt.ents...))
 			if err != nil || ok != tt.wantOK || string(data) != tt.want {
 				t.Errorf("got %q %v %v, want %q %v", data, ok, err, tt.want, tt.wantOK)
 			}
@@ -260,8 +278,8 @@ func TestReadOneFile(t *testing.T) {
 	}
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
-	_ = tw.WriteHeader(&tar.Header{Name: "providers.json", Typeflag: tar.TypeReg, Size: maxReturnedFile + 1, Mode: 0o600})
-	if _, _, err := readOneFile(&b); !errors.Is(err, errHostile) {
+	_ = tw.WriteHeader(&tar.Header{Name: "providers.json", Typeflag: tar.TypeReg, Size: MaxReturnedFile + 1, Mode: 0o600})
+	if _, _, err := ReadSingle(&b); !errors.Is(err, ErrRefused) {
 		t.Errorf("an oversized file: got %v, want it refused", err)
 	}
 }
