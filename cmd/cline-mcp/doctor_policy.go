@@ -11,6 +11,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 )
 
@@ -78,11 +79,11 @@ func mcpServers(path string) []string {
 // open is a warning (the containers reach whatever --docker-network reaches).
 func egressCheck(ctx context.Context, cfg *config, optional bool) check {
 	c := check{name: "docker egress", optional: optional}
-	switch cfg.dockerEgress {
-	case docker.EgressNone:
+	switch sandbox.EgressMode(cfg.dockerEgress) {
+	case sandbox.EgressNone:
 		c.ok, c.detail = true, "none: containers have no network"
 		return c
-	case docker.EgressOpen:
+	case sandbox.EgressOpen:
 		c.optional = true
 		c.detail = fmt.Sprintf("open: containers reach whatever the %s network reaches; a prompt injection in the analysed code can send it anywhere", cfg.dockerNetwork)
 		c.fix = "drop --docker-egress open (the default, provider, lets runs reach only their provider's API)"

@@ -2,8 +2,8 @@ package egress
 
 import (
 	"context"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log"
