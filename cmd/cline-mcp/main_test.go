@@ -132,4 +132,3 @@ func TestDockerRefusedOnWindows(t *testing.T) {
 		t.Errorf("server exit %d, want 0", code)
 	}
 }
-

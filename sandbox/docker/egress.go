@@ -46,8 +46,8 @@ const HintEgressImage = "build the egress proxy image: make image-egress (make i
 // Egress is the network policy of an executor's runs.
 type Egress struct {
 	Mode  sandbox.EgressMode // EgressProvider (the default), EgressNone or EgressOpen
-	Image string   // the proxy's image (EgressProvider); default DefaultEgressImage
-	Allow []string // endpoints every run may reach (EgressProvider): "host:port", "*.domain:port"
+	Image string             // the proxy's image (EgressProvider); default DefaultEgressImage
+	Allow []string           // endpoints every run may reach (EgressProvider): "host:port", "*.domain:port"
 }
 
 // WithEgress sets the network policy of runs (default: EgressOpen on the WithNetwork network, as
