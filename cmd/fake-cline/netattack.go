@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -28,8 +27,7 @@ func netAttackMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "netattack:", err)
 		return 2
 	}
-	b, _ := json.Marshal(netAttack(v))
-	fmt.Println(string(b))
+	fmt.Println(string(appendJSON(nil, netAttack(v))))
 	return 0
 }
 
