@@ -179,7 +179,10 @@ func TestDockerEgressAttackHost(t *testing.T) {
 	w := newEgressWorld(t)
 	h := listenOnHost(t)
 	gw := networkGateway(t, w.network)
-	ctl := netAttackControl(t, w.network, fmt.Sprintf("tcp=%s:%d&udp=%s:%d&nonce=control", gw, h.tcpPort, gw, h.udpPort))
+	ctl := netAttackControl(t, w.network, fmt.Sprintf("gwtcp=%d&gwudp=%d&nonce=control", h.tcpPort, h.udpPort))
+	if ctl["gateway"] != gw {
+		t.Fatalf("control: the container's default gateway is %v, want the test network's %s", ctl["gateway"], gw)
+	}
 	if r := results(ctl, "tcp", "result"); len(r) != 1 || r[0] != "ok" || h.tcp.Load() != 1 {
 		t.Fatalf("control: TCP to the host's listener through the gateway %s: %v (%d accepted); the attack target is not there", gw, r, h.tcp.Load())
 	}
@@ -194,11 +197,18 @@ func TestDockerEgressAttackHost(t *testing.T) {
 		"--docker-network", w.network, "--egress-allow", w.provider+":18080")
 	tcp := hostAddrs(t, gw, h.tcpPort)
 	udp := hostAddrs(t, gw, h.udpPort)
-	rep, _ := netAttackRun(t, e, fmt.Sprintf("tcp=%s&udp=%s&nonce=run", strings.Join(tcp, ","), strings.Join(udp, ",")))
+	rep, _ := netAttackRun(t, e, fmt.Sprintf("tcp=%s&udp=%s&gwtcp=%d&gwudp=%d&nonce=run", strings.Join(tcp, ","), strings.Join(udp, ","), h.tcpPort, h.udpPort))
+	if g, ok := rep["gateway"]; ok {
+		t.Errorf("the run's container has a default gateway %v", g)
+	}
+	tried := results(rep, "tcp", "addr")
 	for i, r := range results(rep, "tcp", "result") {
 		if r == "ok" {
-			t.Errorf("the run connected to the host's listener at %s", tcp[i])
+			t.Errorf("the run connected to the host's listener at %s", tried[i])
 		}
+	}
+	if len(tried) < len(tcp) {
+		t.Errorf("the run tried %v, want at least %v", tried, tcp)
 	}
 	if n := h.tcp.Load(); n != 1 {
 		t.Errorf("the host's TCP listener accepted %d connections, want only the control's", n)

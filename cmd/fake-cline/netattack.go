@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -45,6 +46,8 @@ func runAttackNetwork(s *session) int {
 //   - get=<url,...>: an absolute-form GET of url exactly as written, through HTTP_PROXY;
 //   - listen=<addr> and hold=<seconds>: listen on addr while the steps run and for hold seconds
 //     after, counting connections (what a concurrent run could reach);
+//   - gwtcp=<port>, gwudp=<port>: the same to the container's default gateway (from
+//     /proc/net/route), reported as gateway when there is one;
 //   - always: ifaces, the container's interface addresses.
 func netAttack(v url.Values) obj {
 	list := func(k string) []string {
@@ -64,14 +67,25 @@ func netAttack(v url.Values) obj {
 	}
 	r := obj{{"ifaces", interfaceAddrs()}}
 	var tcp, udp, conn, get []any
-	for _, a := range list("tcp") {
+	tcpTargets, udpTargets := list("tcp"), list("udp")
+	if gw := defaultGateway(); gw != "" {
+		// The container's own gateway (the host, on a bridge network), on the given ports.
+		r = append(r, kv{"gateway", gw})
+		if p := v.Get("gwtcp"); p != "" {
+			tcpTargets = append(tcpTargets, net.JoinHostPort(gw, p))
+		}
+		if p := v.Get("gwudp"); p != "" {
+			udpTargets = append(udpTargets, net.JoinHostPort(gw, p))
+		}
+	}
+	for _, a := range tcpTargets {
 		c, err := net.DialTimeout("tcp", a, 2*time.Second)
 		if err == nil {
 			c.Close()
 		}
 		tcp = append(tcp, obj{{"addr", a}, {"result", errString(err)}})
 	}
-	for _, a := range list("udp") {
+	for _, a := range udpTargets {
 		udp = append(udp, obj{{"addr", a}, {"result", errString(sendUDP(a, "fake-cline udp "+v.Get("nonce")))}})
 	}
 	for _, t := range list("connect") {
@@ -172,4 +186,28 @@ func atoiDef(s string, def int) int {
 		return def
 	}
 	return n
+}
+
+// defaultGateway is the IPv4 default gateway of /proc/net/route, or "".
+func defaultGateway() string {
+	b, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "00000000" || len(f[2]) != 8 {
+			continue
+		}
+		var ip [4]byte
+		for i := range 4 {
+			n, err := strconv.ParseUint(f[2][2*i:2*i+2], 16, 8)
+			if err != nil {
+				return ""
+			}
+			ip[3-i] = byte(n) // little-endian hex
+		}
+		return net.IP(ip[:]).String()
+	}
+	return ""
 }
