@@ -96,18 +96,22 @@ func egressCheck(ctx context.Context, cfg *config, optional bool) check {
 	}
 	defer ex.Close()
 	ok, err := ex.EgressImagePresent(ctx)
+	if err == nil && ok {
+		err = ex.CheckEgressImage(ctx)
+	}
 	switch {
 	case err != nil:
 		c.detail, c.fix = explain(err, docker.HintEgressImage)
+		c.detail = "provider: " + c.detail
 	case !ok:
 		c.detail, c.fix = fmt.Sprintf("provider: the egress proxy image %s is missing", cfg.dockerEgressImage), docker.HintEgressImage
 	default:
 		allow := "nothing else"
 		if len(cfg.egressAllow) > 0 {
-			allow = strings.Join(cfg.egressAllow, ", ")
+			allow = strings.Join(cfg.egressAllow, ", ") + ", each named in the result when a run uses it"
 		}
 		c.ok = true
-		c.detail = fmt.Sprintf("provider: each run reaches only its provider's API (and %s) through the proxy %s, which reaches out through %s", allow, cfg.dockerEgressImage, cfg.dockerNetwork)
+		c.detail = fmt.Sprintf("provider: each run reaches only its provider's API (and %s) through the proxy %s, over a unix socket in its volume; runs have no network (not the host, not each other), only the proxy reaches out, through %s", allow, cfg.dockerEgressImage, cfg.dockerNetwork)
 	}
 	return c
 }

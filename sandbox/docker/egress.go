@@ -394,6 +394,11 @@ func (e *Executor) EgressImagePresent(ctx context.Context) (bool, error) {
 	return e.imagePresent(ctx, e.egress.Image)
 }
 
+// CheckEgressImage checks that the egress proxy's image exists and is one that serves runs
+// without a network (it declares the volume runs mount); otherwise a *sandbox.LaunchError with
+// HintEgressImage (Missing set).
+func (e *Executor) CheckEgressImage(ctx context.Context) error { return e.checkEgressImage(ctx) }
+
 // imagePresent reports whether image exists on the engine.
 func (e *Executor) imagePresent(ctx context.Context, image string) (bool, error) {
 	_, err := e.cli.ImageInspect(ctx, image)
