@@ -314,7 +314,7 @@ func New(opts ...Option) (*Executor, error) {
 	return e, nil
 }
 
-// Close stops the egress proxy (and removes its network) if one runs, waits for the background
+// Close stops the egress proxy (and removes its volume) if one runs, waits for the background
 // removal of copy-mode volumes, then releases the engine client if New created it. Runs in
 // flight must have returned.
 func (e *Executor) Close() error {

@@ -219,7 +219,7 @@ func (r *runEgress) end(ctx context.Context) *sandbox.EgressReport {
 	return &rep
 }
 
-// sidecar returns the executor's running egress proxy, starting it (and its internal network)
+// sidecar returns the executor's running egress proxy, starting it
 // when there is none or the last one died.
 func (e *Executor) sidecar(ctx context.Context) (*sidecar, error) {
 	e.sideMu.Lock()

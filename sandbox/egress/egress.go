@@ -1,16 +1,23 @@
 // Package egress is the egress proxy of Docker runs: a small HTTP proxy (CONNECT tunnels and
-// absolute-form forwarding) through which a container on a network without a route out reaches
-// exactly the endpoints its run was granted, and the JSON-lines protocol the server uses to grant
-// and revoke runs and to collect what was refused.
+// absolute-form forwarding) through which a container without a network reaches exactly the
+// endpoints its run was granted, and the JSON-lines protocol the server uses to grant and revoke
+// runs and to collect what they did.
 //
 // The proxy runs alone in its own container (cmd/cline-mcp-egress in the FROM scratch image
-// images/egress): the only container of a server with a leg on a network that leads out. Each
-// run gets a random token; the run's container finds the proxy through HTTPS_PROXY/HTTP_PROXY
-// with the token as the user name (http://<token>:x@<proxy>:3128), which the Cline CLI (a Bun
-// binary) sends as Proxy-Authorization on every CONNECT and forwarded request. A request without
-// a granted token, or for an endpoint outside its run's grant, is refused with 403 and a reason,
-// and counted per run; the counts (endpoint, number, reason — never a payload) are what Revoke
-// returns.
+// images/egress): the only container of a server with a network. It listens on a unix socket
+// (SocketPath) in the volume its image declares; run containers (network none) mount that volume
+// read-only and start through the forwarder in it, which carries their loopback port
+// (ForwardAddr) to the socket. Each run gets a random token; the run's container finds the proxy
+// through HTTPS_PROXY/HTTP_PROXY with the token as the user name (http://<token>:x@127.0.0.1:3128),
+// which the Cline CLI (a Bun binary) sends as Proxy-Authorization on every CONNECT and forwarded
+// request.
+//
+// Targets and allow-list entries are parsed strictly (match.go: no zones, IPv4-mapped literals,
+// percent-encoding, user info or odd names; an IP literal matches only the same IP entry), and
+// the proxy resolves names itself and dials only addresses the matching entry may reach
+// (addrs.go). A request without a granted token, or for an endpoint outside its run's grant, is
+// refused with 403 and a reason, and counted per run; the counts (endpoint, number, reason or
+// the entry that allowed it — never a payload) are what Revoke returns.
 //
 // The package imports only the standard library.
 package egress
