@@ -159,14 +159,26 @@ type Exit struct {
 	OOMKilled bool
 	// Duration is the wall time from start to settlement.
 	Duration time.Duration
-	// Egress reports what the executor's egress proxy refused during the run; nil when no
-	// proxy guarded the run or it refused nothing. (A pointer keeps Exit comparable.)
+	// Egress reports what the executor's egress proxy refused during the run and which
+	// non-provider endpoints it reached; nil when no proxy guarded the run or there is neither.
+	// (A pointer keeps Exit comparable.)
 	Egress *EgressReport
 }
 
-// EgressReport is what an egress proxy refused during one run.
+// EgressReport is what an egress proxy refused during one run, and which endpoints other than
+// the run's own provider (Spec.Egress) it reached: each of those is a channel out of the run
+// that the caller should see.
 type EgressReport struct {
 	Refused []Refusal
+	Allowed []Reached
+}
+
+// Reached is an endpoint a run reached through the egress proxy that is not its provider's: the
+// endpoint, how often, and the allow-list entry that let it through.
+type Reached struct {
+	Target string
+	Count  int
+	Rule   string
 }
 
 // Refusal is a connection a container executor's egress proxy refused: the endpoint, how often,

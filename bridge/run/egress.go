@@ -11,19 +11,12 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
-// Egress modes of Docker runs (Config.DockerEgress), as sandbox/docker names them.
-const (
-	EgressProvider = "provider"
-	EgressNone     = "none"
-	EgressOpen     = "open"
-)
-
 // providerEndpoints are the endpoints a container run of the copy's provider needs: the baseUrl's
 // host, else the provider's known API host (cline.ProviderEndpoints). They are read from the
 // settings copy just written, before the run (the container never wrote it yet). In provider
 // mode a provider without any known endpoint gets a warning naming the fix.
 func (k *call) providerEndpoints(settingsPath, provider string) []string {
-	if k.r.cfg.DockerEgress != EgressProvider {
+	if k.r.cfg.DockerEgress != sandbox.EgressProvider {
 		return nil
 	}
 	var doc struct {
@@ -41,28 +34,36 @@ func (k *call) providerEndpoints(settingsPath, provider string) []string {
 	return eps
 }
 
-// egressWarnings are the result's words about a container run's network: that it was open, or
-// what the egress proxy refused (endpoint, count and reason; the CLI's own telemetry is refused
+// egressWarnings are the result's words about a container run's network: that it was open,
+// which endpoints other than its provider it reached through the egress proxy (each a way out),
+// and what the proxy refused (endpoint, count and reason; the CLI's own telemetry is refused
 // quietly).
 func (k *call) egressWarnings(x sandbox.Exit) []string {
 	var out []string
-	if k.r.cfg.DockerEgress == EgressOpen && !k.openWarned {
+	if k.r.cfg.DockerEgress == sandbox.EgressOpen && !k.openWarned {
 		k.openWarned = true
 		out = append(out, "this Docker run's network was open (--docker-egress open): whatever ran in the container could reach any host its network reaches")
 	}
 	if x.Egress == nil {
 		return out
 	}
+	for _, r := range x.Egress.Allowed {
+		k.r.log.Debug("egress allowed", "target", r.Target, "count", r.Count, "rule", r.Rule)
+		out = append(out, fmt.Sprintf("the run reached %s %s through the egress proxy (allowed by --egress-allow %s): not its provider, so a way out for what the run read", r.Target, times(r.Count), r.Rule))
+	}
 	for _, r := range x.Egress.Refused {
 		k.r.log.Debug("egress refused", "target", r.Target, "count", r.Count, "reason", r.Reason)
 		if slices.Contains(cline.TelemetryEndpoints, r.Target) {
 			continue
 		}
-		times := "once"
-		if r.Count > 1 {
-			times = fmt.Sprintf("%d times", r.Count)
-		}
-		out = append(out, fmt.Sprintf("the egress proxy refused %s %s: %s", r.Target, times, strings.TrimSpace(r.Reason)))
+		out = append(out, fmt.Sprintf("the egress proxy refused %s %s: %s", r.Target, times(r.Count), strings.TrimSpace(r.Reason)))
 	}
 	return out
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }

@@ -133,7 +133,7 @@ func TestHostOverrideSpec(t *testing.T) {
 func TestDockerSpec(t *testing.T) {
 	h := newHarness(t, pong(t))
 	h.cfg.DockerEnv = []string{"OPENAI_API_KEY"}
-	h.cfg.DockerEgress = EgressOpen
+	h.cfg.DockerEgress = sandbox.EgressOpen
 	c := h.call(AskCline)
 	c.Isolation = dock
 	res := h.do(t.Context(), c)

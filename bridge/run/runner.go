@@ -40,10 +40,10 @@ type Config struct {
 	// DockerEnv names server environment variables passed into the container (API keys the
 	// user's provider reads from the environment, for example).
 	DockerEnv []string
-	// DockerEgress is the executor's egress mode (EgressProvider, EgressNone, EgressOpen):
+	// DockerEgress is the executor's egress mode (sandbox.EgressProvider, EgressNone, EgressOpen):
 	// in provider mode each run's spec names its provider's endpoints; open runs get a warning.
 	// EgressAllow are the endpoints the server allows every run (--egress-allow).
-	DockerEgress string
+	DockerEgress sandbox.EgressMode
 	EgressAllow  []string
 
 	Floor          sandbox.Isolation

@@ -1,13 +1,16 @@
 // Command cline-mcp-egress is the egress proxy of cline-mcp's Docker runs (sandbox/egress), the
 // only process of the FROM scratch image images/egress. cline-mcp starts one per server instance
-// in a container on the server's internal network and attaches to its stdin and stdout: it
+// in a container on the network that leads out and attaches to its stdin and stdout: it
 // prints {"op":"ready","addr":...} once it listens, then answers grant and revoke messages, one
 // JSON line each. It exits when its stdin ends (the server went away). Refusals are logged to
 // stderr (endpoint and reason only).
 //
-// -listen interfaces:3128 listens on port 3128 of every non-loopback address the container has
-// when the proxy starts: the server connects the network that leads out only afterwards, so the
-// proxy is never reachable from it.
+// By default it listens on the unix socket egress.SocketPath, in the volume its image declares
+// (egress.VolumeDir), which also holds a copy of this binary: run containers have no network at
+// all, get that volume read-only (VolumesFrom) and start through `cline-mcp-egress forward`
+// (forward.go), which carries their loopback port egress.ForwardAddr to the socket. Nothing on
+// a network reaches the proxy. -listen interfaces:3128 (every non-loopback address present at
+// start) and -listen host:port remain for tests and other set-ups.
 package main
 
 import (
@@ -18,7 +21,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +28,10 @@ import (
 )
 
 func main() {
-	listen := flag.String("listen", "interfaces:"+strconv.Itoa(egress.Port), "host:port, or interfaces:<port> for every non-loopback address present at start")
+	if len(os.Args) > 1 && os.Args[1] == "forward" {
+		os.Exit(forwardMain(os.Args[2:]))
+	}
+	listen := flag.String("listen", "unix:"+egress.SocketPath, "unix:<path> (a socket, mode 0666), host:port, or interfaces:<port> for every non-loopback address present at start")
 	flag.Parse()
 	logger := log.New(os.Stderr, "cline-mcp-egress: ", log.LstdFlags|log.Lmsgprefix)
 	lns, err := listeners(*listen)
@@ -52,6 +57,19 @@ func main() {
 }
 
 func listeners(spec string) ([]net.Listener, error) {
+	if path, ok := strings.CutPrefix(spec, "unix:"); ok {
+		_ = os.Remove(path)
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			return nil, err
+		}
+		// Run containers connect as their own user.
+		if err := os.Chmod(path, 0o666); err != nil {
+			ln.Close()
+			return nil, err
+		}
+		return []net.Listener{ln}, nil
+	}
 	port, ok := strings.CutPrefix(spec, "interfaces:")
 	if !ok {
 		ln, err := net.Listen("tcp", spec)

@@ -138,11 +138,11 @@ func (c *config) validate() error {
 	if c.analysisPolicy != "readonly" && c.analysisPolicy != "seed" {
 		return fmt.Errorf("--analysis-policy must be readonly or seed, not %q", c.analysisPolicy)
 	}
-	mode, err := egressMode(c.dockerEgress, c.dockerNetwork, len(c.egressAllow) > 0)
+	mode, err := sandbox.ResolveEgressMode(c.dockerEgress, c.dockerNetwork, len(c.egressAllow) > 0)
 	if err != nil {
 		return err
 	}
-	c.dockerEgress = mode
+	c.dockerEgress = string(mode)
 	for _, a := range c.egressAllow {
 		if _, err := egress.ParseEndpoint(a); err != nil {
 			return fmt.Errorf("--egress-allow: %w", err)
@@ -173,41 +173,6 @@ func (c *config) validate() error {
 		return fmt.Errorf("--max-concurrent must be between 1 and 100")
 	}
 	return nil
-}
-
-// egressMode resolves --docker-egress against --docker-network. Unset, it is provider, or none
-// when the network is none. A container:<name> or host network shares a namespace that cannot
-// carry the egress proxy's network: it must be asked for with open. Contradictions are errors,
-// never silently resolved.
-func egressMode(mode, network string, allow bool) (string, error) {
-	shared := network == "host" || strings.HasPrefix(network, "container:")
-	if mode == "" {
-		switch {
-		case network == "none":
-			mode = "none"
-		case shared:
-			return "", fmt.Errorf("--docker-network %s shares a network namespace the egress proxy cannot guard: add --docker-egress open to run that way (the containers then reach whatever that namespace reaches)", network)
-		default:
-			mode = "provider"
-		}
-	}
-	switch mode {
-	case "provider":
-		if network == "none" || shared {
-			return "", fmt.Errorf("--docker-egress provider needs --docker-network bridge or a named network for the proxy's way out, not %s", network)
-		}
-	case "none":
-		if network != "none" && network != "bridge" {
-			return "", fmt.Errorf("--docker-egress none gives containers no network; drop --docker-network %s", network)
-		}
-	case "open":
-	default:
-		return "", fmt.Errorf("--docker-egress must be provider, none or open, not %q", mode)
-	}
-	if allow && mode != "provider" {
-		return "", fmt.Errorf("--egress-allow applies to --docker-egress provider, not %s", mode)
-	}
-	return mode, nil
 }
 
 func (c *config) logger(stderr io.Writer) (*slog.Logger, func(), error) {

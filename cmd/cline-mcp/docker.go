@@ -34,7 +34,7 @@ func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode, err := egressMode(cfg.dockerEgress, cfg.dockerNetwork, len(cfg.egressAllow) > 0)
+	mode, err := sandbox.ResolveEgressMode(cfg.dockerEgress, cfg.dockerNetwork, len(cfg.egressAllow) > 0)
 	if err != nil {
 		return nil, err
 	}

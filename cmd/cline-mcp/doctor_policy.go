@@ -11,6 +11,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 )
 
@@ -78,11 +79,11 @@ func mcpServers(path string) []string {
 // open is a warning (the containers reach whatever --docker-network reaches).
 func egressCheck(ctx context.Context, cfg *config, optional bool) check {
 	c := check{name: "docker egress", optional: optional}
-	switch cfg.dockerEgress {
-	case docker.EgressNone:
+	switch sandbox.EgressMode(cfg.dockerEgress) {
+	case sandbox.EgressNone:
 		c.ok, c.detail = true, "none: containers have no network"
 		return c
-	case docker.EgressOpen:
+	case sandbox.EgressOpen:
 		c.optional = true
 		c.detail = fmt.Sprintf("open: containers reach whatever the %s network reaches; a prompt injection in the analysed code can send it anywhere", cfg.dockerNetwork)
 		c.fix = "drop --docker-egress open (the default, provider, lets runs reach only their provider's API)"
@@ -95,18 +96,22 @@ func egressCheck(ctx context.Context, cfg *config, optional bool) check {
 	}
 	defer ex.Close()
 	ok, err := ex.EgressImagePresent(ctx)
+	if err == nil && ok {
+		err = ex.CheckEgressImage(ctx)
+	}
 	switch {
 	case err != nil:
 		c.detail, c.fix = explain(err, docker.HintEgressImage)
+		c.detail = "provider: " + c.detail
 	case !ok:
 		c.detail, c.fix = fmt.Sprintf("provider: the egress proxy image %s is missing", cfg.dockerEgressImage), docker.HintEgressImage
 	default:
 		allow := "nothing else"
 		if len(cfg.egressAllow) > 0 {
-			allow = strings.Join(cfg.egressAllow, ", ")
+			allow = strings.Join(cfg.egressAllow, ", ") + ", each named in the result when a run uses it"
 		}
 		c.ok = true
-		c.detail = fmt.Sprintf("provider: each run reaches only its provider's API (and %s) through the proxy %s, which reaches out through %s", allow, cfg.dockerEgressImage, cfg.dockerNetwork)
+		c.detail = fmt.Sprintf("provider: each run reaches only its provider's API (and %s) through the proxy %s, over a unix socket in its volume; runs have no network (not the host, not each other), only the proxy reaches out, through %s", allow, cfg.dockerEgressImage, cfg.dockerNetwork)
 	}
 	return c
 }

@@ -132,34 +132,3 @@ func TestDockerRefusedOnWindows(t *testing.T) {
 		t.Errorf("server exit %d, want 0", code)
 	}
 }
-
-// TestEgressMode: how --docker-egress and --docker-network combine.
-func TestEgressMode(t *testing.T) {
-	for _, tc := range []struct {
-		mode, network string
-		allow         bool
-		want          string // "" = an error
-	}{
-		{"", "bridge", false, "provider"},
-		{"", "mynet", true, "provider"},
-		{"", "none", false, "none"},
-		{"", "container:relay", false, ""},
-		{"", "host", false, ""},
-		{"open", "container:relay", false, "open"},
-		{"open", "host", false, "open"},
-		{"open", "bridge", false, "open"},
-		{"none", "bridge", false, "none"},
-		{"none", "none", false, "none"},
-		{"none", "mynet", false, ""},
-		{"provider", "none", false, ""},
-		{"provider", "container:relay", false, ""},
-		{"open", "bridge", true, ""},
-		{"none", "none", true, ""},
-		{"wide", "bridge", false, ""},
-	} {
-		got, err := egressMode(tc.mode, tc.network, tc.allow)
-		if (err != nil) != (tc.want == "") || got != tc.want {
-			t.Errorf("egressMode(%q, %q, %v): got %q, %v, want %q", tc.mode, tc.network, tc.allow, got, err, tc.want)
-		}
-	}
-}

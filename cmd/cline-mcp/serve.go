@@ -72,7 +72,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		TrackDir:       func(p string) func() { return life.Track(lifeline.Dir, p) },
 		DockerCline:    cfg.dockerCline,
 		DockerEnv:      cfg.dockerEnv,
-		DockerEgress:   cfg.dockerEgress,
+		DockerEgress:   sandbox.EgressMode(cfg.dockerEgress),
 		EgressAllow:    cfg.egressAllow,
 		Instance:       docker.InstanceID(),
 		Floor:          sandbox.Isolation(cfg.isolation),

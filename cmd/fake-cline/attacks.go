@@ -24,6 +24,7 @@ var attackScenarios = map[string]scenarioDef{
 	"attack_settings_file": {doc: "replaces providers.json with kind= symlink (to target=), dirlink (settings dir → dir of target=), fifo, huge or invalid", run: runAttackSettingsFile},
 	"attack_symlink":       {doc: "creates path= (leak.txt) as a symlink to target= (a host file), reads it with read_files and answers with what it read", run: runAttackSymlink},
 	"attack_leftovers":     {doc: "changes files directly, ignoring the tool policy: modifies modify= (README.md), deletes delete= (src/a.go), creates create= (new_file.txt) and ignored= (debug.log), and plants a symlink link= (outside) to target= (/)", run: runAttackLeftovers},
+	"attack_network":       {doc: "network attacks (netattack.go): direct tcp=/udp= to each address, connect=/get= targets sent to the proxy exactly as written, listen=+hold= a listener for a concurrent run, and the container's interface addresses", run: runAttackNetwork},
 	"weird_names":          {doc: "creates files named -n, --output=x, a newline, a tab, a control character, quotes, spaces and non-ASCII, with the editor", run: runWeirdNames},
 }
 

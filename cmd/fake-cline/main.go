@@ -51,6 +51,8 @@ func run(args []string) int {
 			return sleepMain(args[1:])
 		case helperServe:
 			return serveMain(args[1:])
+		case helperNetAttack:
+			return netAttackMain(args[1:])
 		case "--list-scenarios":
 			listScenarios(os.Stdout)
 			return 0

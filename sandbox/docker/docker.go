@@ -25,9 +25,11 @@
 //
 // WithEgress decides where a run's container may connect (egress.go): nowhere (network none),
 // anywhere its network reaches (open), or — provider — only the endpoints its Spec.Egress and
-// the executor's allow-list name, through one egress proxy container per executor (sandbox/egress)
-// that is the only way off an internal network of the executor's own. The proxy and the network
-// carry the instance label like the runs' containers; Close, RemoveOwn and Sweep remove them.
+// the executor's allow-list name, through one egress proxy container per executor (sandbox/egress).
+// In provider mode the run container has no network at all (network none): the proxy listens on
+// a unix socket in a volume of its own container, which runs mount read-only, and a forwarder in
+// that volume carries the run's loopback port to it. The proxy (with its anonymous volume)
+// carries the instance label like the runs' containers; Close, RemoveOwn and Sweep remove it.
 //
 // # Init
 //
@@ -331,7 +333,7 @@ func New(opts ...Option) (*Executor, error) {
 	return e, nil
 }
 
-// Close stops the egress proxy (and removes its network) if one runs, waits for the background
+// Close stops the egress proxy (and removes its volume) if one runs, waits for the background
 // removal of copy-mode volumes, then releases the engine client if New created it. Runs in
 // flight must have returned.
 func (e *Executor) Close() error {

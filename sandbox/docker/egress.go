@@ -7,8 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,39 +20,34 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/egress"
 )
 
-// Egress modes of Docker runs (WithEgress).
+// Egress modes of Docker runs (WithEgress): sandbox.EgressMode's values, named here too.
 const (
-	// EgressProvider puts every run on an internal network (no route out) of the executor's own,
-	// whose only way out is an egress proxy container (sandbox/egress) that lets each run reach
-	// exactly its Spec.Egress endpoints plus Egress.Allow.
-	EgressProvider = "provider"
+	// EgressProvider gives every run no network at all; its only way out is an egress proxy
+	// container (sandbox/egress) reached through a unix socket in the proxy's volume, which
+	// lets each run reach exactly its Spec.Egress endpoints plus Egress.Allow.
+	EgressProvider = sandbox.EgressProvider
 	// EgressNone gives runs no network at all (network mode none).
-	EgressNone = "none"
+	EgressNone = sandbox.EgressNone
 	// EgressOpen runs containers on the executor's network (WithNetwork) as they are.
-	EgressOpen = "open"
+	EgressOpen = sandbox.EgressOpen
 )
 
 // DefaultEgressImage is the egress proxy's image (images/egress).
 const DefaultEgressImage = "cline-mcp/egress:latest"
 
-// LabelEgress marks the egress proxy container ("proxy") and the internal network ("network")
-// of an executor; both also carry LabelInstance, so Sweep and RemoveOwn find them.
+// LabelEgress marks the egress proxy container ("proxy") of an executor (and the internal
+// networks ("network") that servers before the unix-socket proxy made); both also carry
+// LabelInstance, so Sweep and RemoveOwn find them.
 const LabelEgress = "cline-mcp.egress"
 
 // HintEgressImage is the hint of a missing egress proxy image.
 const HintEgressImage = "build the egress proxy image: make image-egress (make image and make image-fake build it too), or pass --docker-egress none|open"
 
-// unroutableDNS is the DNS server of runs on the internal network: the engine's embedded
-// resolver still answers container names there, and forwards every other name to this address
-// of TEST-NET-1 (RFC 5737), which nothing answers — engines before 26.0 (CVE-2024-29018) would
-// otherwise forward names from an internal network to the host's resolver, a way out.
-var unroutableDNS = netip.MustParseAddr("192.0.2.1")
-
 // Egress is the network policy of an executor's runs.
 type Egress struct {
-	Mode  string   // EgressProvider (the default), EgressNone or EgressOpen
-	Image string   // the proxy's image (EgressProvider); default DefaultEgressImage
-	Allow []string // endpoints every run may reach (EgressProvider): "host:port", "*.domain:port"
+	Mode  sandbox.EgressMode // EgressProvider (the default), EgressNone or EgressOpen
+	Image string             // the proxy's image (EgressProvider); default DefaultEgressImage
+	Allow []string           // endpoints every run may reach (EgressProvider): "host:port", "*.domain:port"
 }
 
 // WithEgress sets the network policy of runs (default: EgressOpen on the WithNetwork network, as
@@ -62,11 +56,10 @@ type Egress struct {
 // second network).
 func WithEgress(eg Egress) Option {
 	return func(e *Executor) error {
-		switch eg.Mode {
-		case EgressProvider, EgressNone, EgressOpen:
-		case "":
+		if eg.Mode == "" {
 			eg.Mode = EgressProvider
-		default:
+		}
+		if !slices.Contains(sandbox.EgressModes, eg.Mode) {
 			return fmt.Errorf("egress %q: want provider, none or open", eg.Mode)
 		}
 		if eg.Image == "" {
@@ -90,7 +83,7 @@ func WithEgress(eg Egress) Option {
 func (e *Executor) Egress() Egress { return e.egress }
 
 // CheckEgressNetwork reports a WithNetwork value the egress mode cannot use.
-func CheckEgressNetwork(mode, network string) error {
+func CheckEgressNetwork(mode sandbox.EgressMode, network string) error {
 	if mode != EgressProvider {
 		return nil
 	}
@@ -100,12 +93,10 @@ func CheckEgressNetwork(mode, network string) error {
 	return nil
 }
 
-// sidecar is the running egress proxy of an executor: its internal network, its container and
-// the control client on the container's attached stdin/stdout.
+// sidecar is the running egress proxy of an executor: its container (whose volume runs mount)
+// and the control client on the container's attached stdin/stdout.
 type sidecar struct {
-	network string // name of the internal network
 	id      string // proxy container id
-	addr    string // the proxy's address on the internal network (ip:port)
 	ctl     *egress.Client
 	conn    *client.HijackedResponse
 	untrack func()
@@ -122,11 +113,12 @@ func (s *sidecar) alive() bool {
 
 // runEgress is one run's place in the egress policy.
 type runEgress struct {
-	e     *Executor
-	side  *sidecar
-	token string
-	once  sync.Once
-	sum   egress.Summary
+	e        *Executor
+	side     *sidecar
+	token    string
+	provider []string // the Spec's own endpoints (ParseEndpoint form): not reported as extra
+	once     sync.Once
+	sum      egress.Summary
 }
 
 // beginEgress prepares a run in EgressProvider mode: it starts the executor's proxy on first use
@@ -140,12 +132,13 @@ func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgre
 	if err != nil {
 		return nil, err
 	}
-	allow := append([]string(nil), e.egress.Allow...)
+	var provider []string
 	for _, ep := range spec.Egress {
 		if p, err := egress.ParseEndpoint(ep); err == nil {
-			allow = append(allow, p)
+			provider = append(provider, p)
 		}
 	}
+	allow := append(append([]string(nil), provider...), e.egress.Allow...)
 	token, err := randomHex(16)
 	if err != nil {
 		return nil, err
@@ -156,23 +149,26 @@ func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgre
 		return nil, &sandbox.LaunchError{Op: "egress grant", Err: err,
 			Hint: "the egress proxy container stopped answering; the next call starts a new one"}
 	}
-	return &runEgress{e: e, side: side, token: token}, nil
+	return &runEgress{e: e, side: side, token: token, provider: provider}, nil
 }
 
-// apply puts the container on the network of the run's egress mode: none, the executor's
-// network, or the internal network with the proxy in the environment and a DNS server that
-// answers nothing outside.
+// applyEgress gives the container the network of the run's egress mode: none, or the
+// executor's network (open). In provider mode it has no network either: it mounts the proxy's
+// volume read-only and starts through the forwarder there, which listens on its loopback
+// (egress.ForwardAddr, where the proxy variables point, with the run's token as the user name)
+// and carries each connection to the proxy's unix socket.
 func (e *Executor) applyEgress(opts *client.ContainerCreateOptions, r *runEgress) {
 	switch e.egress.Mode {
 	case EgressNone:
 		opts.HostConfig.NetworkMode = "none"
 	case EgressProvider:
+		opts.HostConfig.NetworkMode = "none"
 		if r == nil {
 			return
 		}
-		opts.HostConfig.NetworkMode = container.NetworkMode(r.side.network)
-		opts.HostConfig.DNS = []netip.Addr{unroutableDNS}
-		proxy := "http://" + r.token + ":x@" + r.side.addr
+		opts.HostConfig.VolumesFrom = []string{r.side.id + ":ro"}
+		opts.Config.Entrypoint = append([]string{egress.Forwarder, "forward", "--"}, opts.Config.Entrypoint...)
+		proxy := "http://" + r.token + ":x@" + egress.ForwardAddr
 		noProxy := "localhost,127.0.0.1,::1"
 		opts.Config.Env = append(withoutProxyEnv(opts.Config.Env),
 			"HTTPS_PROXY="+proxy, "HTTP_PROXY="+proxy, "https_proxy="+proxy, "http_proxy="+proxy,
@@ -195,9 +191,10 @@ func withoutProxyEnv(env []string) []string {
 	return out
 }
 
-// end revokes the run's grant (once) and returns what the proxy refused. It runs after the
-// container is gone; its own timeout keeps a wedged proxy from holding the call.
-func (r *runEgress) end(ctx context.Context) []sandbox.Refusal {
+// end revokes the run's grant (once) and returns what the proxy refused and which endpoints
+// other than the Spec's own the run reached (nil when neither). It runs after the container is
+// gone; its own timeout keeps a wedged proxy from holding the call.
+func (r *runEgress) end(ctx context.Context) *sandbox.EgressReport {
 	if r == nil {
 		return nil
 	}
@@ -206,14 +203,23 @@ func (r *runEgress) end(ctx context.Context) []sandbox.Refusal {
 		defer cancel()
 		r.sum, _ = r.side.ctl.Revoke(rctx, r.token)
 	})
-	var out []sandbox.Refusal
+	var rep sandbox.EgressReport
 	for _, c := range r.sum.Refused {
-		out = append(out, sandbox.Refusal{Target: c.Target, Count: c.Count, Reason: c.Reason})
+		rep.Refused = append(rep.Refused, sandbox.Refusal{Target: c.Target, Count: c.Count, Reason: c.Reason})
 	}
-	return out
+	for _, c := range r.sum.Allowed {
+		if c.Rule != "" && slices.Contains(r.provider, c.Rule) {
+			continue
+		}
+		rep.Allowed = append(rep.Allowed, sandbox.Reached{Target: c.Target, Count: c.Count, Rule: c.Rule})
+	}
+	if len(rep.Refused)+len(rep.Allowed) == 0 {
+		return nil
+	}
+	return &rep
 }
 
-// sidecar returns the executor's running egress proxy, starting it (and its internal network)
+// sidecar returns the executor's running egress proxy, starting it
 // when there is none or the last one died.
 func (e *Executor) sidecar(ctx context.Context) (*sidecar, error) {
 	e.sideMu.Lock()
@@ -233,26 +239,23 @@ func (e *Executor) sidecar(ctx context.Context) (*sidecar, error) {
 	return s, nil
 }
 
-// startSidecar creates the internal network and the proxy container on it, attaches to the
-// proxy's stdin and stdout, starts it, waits for it to listen, and only then connects it to the
-// executor's network (the way out), so the proxy never listens there. Everything carries the
-// instance label; on failure everything created is removed.
+// startSidecar creates the proxy container on the executor's network (its way out), attaches
+// to its stdin and stdout, starts it and waits until it listens on its unix socket. Nothing on
+// the network reaches the proxy (it listens on no TCP port); runs reach it only through the
+// socket in its volume. It carries the instance label; on failure it is removed.
 func (e *Executor) startSidecar(ctx context.Context) (s *sidecar, err error) {
-	if ok, err := e.imagePresent(ctx, e.egress.Image); err != nil {
+	if err := e.checkEgressImage(ctx); err != nil {
 		return nil, err
-	} else if !ok {
-		return nil, &sandbox.LaunchError{Op: "image inspect", Hint: HintEgressImage, Missing: true,
-			Err: fmt.Errorf("egress proxy image %s not found", e.egress.Image)}
 	}
 	suffix, err := randomHex(6)
 	if err != nil {
 		return nil, err
 	}
 	name := "cline-mcp-egress-" + suffix
-	s = &sidecar{network: name, untrack: func() {}}
+	s = &sidecar{untrack: func() {}}
 	if e.track != nil {
 		// Tracked first: a server that dies from here on has its watchdog remove the proxy
-		// and the network (RemoveOwn).
+		// (RemoveOwn).
 		s.untrack = e.track("egress-" + suffix)
 	}
 	defer func() {
@@ -260,26 +263,19 @@ func (e *Executor) startSidecar(ctx context.Context) (s *sidecar, err error) {
 			e.stopSidecar(ctx, s)
 		}
 	}()
-	labels := func(kind string) map[string]string {
-		return map[string]string{LabelInstance: e.instance, LabelEgress: kind}
-	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if _, err := e.cli.NetworkCreate(cctx, name, client.NetworkCreateOptions{
-		Driver: "bridge", Internal: true, Labels: labels("network"),
-	}); err != nil {
-		return nil, e.launchError("egress network create", name, err)
-	}
 	pids := int64(64)
 	init := true
 	created, err := e.cli.ContainerCreate(cctx, client.ContainerCreateOptions{
 		Name: name,
 		Config: &container.Config{
-			Image: e.egress.Image, User: "65534:65534", Labels: labels("proxy"),
+			Image: e.egress.Image, User: "65534:65534",
+			Labels:      map[string]string{LabelInstance: e.instance, LabelEgress: "proxy"},
 			AttachStdin: true, AttachStdout: true, AttachStderr: true, OpenStdin: true, StdinOnce: true,
 		},
 		HostConfig: &container.HostConfig{
-			NetworkMode:    container.NetworkMode(name),
+			NetworkMode:    container.NetworkMode(e.network),
 			ReadonlyRootfs: true,
 			CapDrop:        []string{"ALL"},
 			SecurityOpt:    []string{"no-new-privileges"},
@@ -311,18 +307,38 @@ func (e *Executor) startSidecar(ctx context.Context) (s *sidecar, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy %s did not start: %w", name, err)
 	}
-	if host, _, err := net.SplitHostPort(addr); err != nil || net.ParseIP(host) == nil {
-		return nil, fmt.Errorf("egress proxy %s listens on %q, want an IP address", name, addr)
-	}
-	s.addr = addr
-	if _, err := e.cli.NetworkConnect(cctx, e.network, client.NetworkConnectOptions{Container: s.id}); err != nil {
-		return nil, e.launchError("egress proxy connect "+e.network, s.id, err)
+	if addr != egress.SocketPath {
+		return nil, &sandbox.LaunchError{Op: "egress proxy start", Hint: HintEgressImage,
+			Err: fmt.Errorf("egress proxy %s listens on %q, not on the socket %s: the image is older than this server", name, addr, egress.SocketPath)}
 	}
 	return s, nil
 }
 
-// stopSidecar ends the proxy (its stdin closes, it exits), removes its container and network,
-// and stops tracking it. Best effort, on its own timeout; "not found" counts as done.
+// checkEgressImage checks that the proxy's image exists and declares the volume runs mount.
+func (e *Executor) checkEgressImage(ctx context.Context) error {
+	r, err := e.cli.ImageInspect(ctx, e.egress.Image)
+	switch {
+	case isNotFound(err):
+		return &sandbox.LaunchError{Op: "image inspect", Hint: HintEgressImage, Missing: true,
+			Err: fmt.Errorf("egress proxy image %s not found", e.egress.Image)}
+	case client.IsErrConnectionFailed(err):
+		return engineError("image inspect", err)
+	case err != nil:
+		return fmt.Errorf("image inspect %s: %w", e.egress.Image, err)
+	}
+	if r.Config == nil || r.Config.Volumes == nil {
+		return &sandbox.LaunchError{Op: "image inspect", Hint: HintEgressImage, Missing: true,
+			Err: fmt.Errorf("egress proxy image %s declares no volume %s: it is older than this server", e.egress.Image, egress.VolumeDir)}
+	}
+	if _, ok := r.Config.Volumes[egress.VolumeDir]; !ok {
+		return &sandbox.LaunchError{Op: "image inspect", Hint: HintEgressImage, Missing: true,
+			Err: fmt.Errorf("egress proxy image %s declares no volume %s: it is older than this server", e.egress.Image, egress.VolumeDir)}
+	}
+	return nil
+}
+
+// stopSidecar ends the proxy (its stdin closes, it exits), removes its container with its
+// volume, and stops tracking it. Best effort, on its own timeout; "not found" counts as done.
 func (e *Executor) stopSidecar(ctx context.Context, s *sidecar) {
 	if s.conn != nil {
 		_ = s.conn.CloseWrite()
@@ -331,10 +347,7 @@ func (e *Executor) stopSidecar(ctx context.Context, s *sidecar) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if s.id != "" {
-		_, _ = e.cli.ContainerRemove(rctx, s.id, client.ContainerRemoveOptions{Force: true})
-	}
-	if s.network != "" {
-		_, _ = e.cli.NetworkRemove(rctx, s.network, client.NetworkRemoveOptions{})
+		_, _ = e.cli.ContainerRemove(rctx, s.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	}
 	s.untrack()
 }
@@ -380,6 +393,11 @@ func (e *Executor) removeNetworks(ctx context.Context, label string, pick func(i
 func (e *Executor) EgressImagePresent(ctx context.Context) (bool, error) {
 	return e.imagePresent(ctx, e.egress.Image)
 }
+
+// CheckEgressImage checks that the egress proxy's image exists and is one that serves runs
+// without a network (it declares the volume runs mount); otherwise a *sandbox.LaunchError with
+// HintEgressImage (Missing set).
+func (e *Executor) CheckEgressImage(ctx context.Context) error { return e.checkEgressImage(ctx) }
 
 // imagePresent reports whether image exists on the engine.
 func (e *Executor) imagePresent(ctx context.Context, image string) (bool, error) {

@@ -207,9 +207,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	cerr := plan.copyBack(ctx, id)
 	if eg != nil {
 		e.remove(ctx, id) // before the revoke: nothing of the run may still use its grant
-		if refused := eg.end(ctx); len(refused) > 0 {
-			x.Egress = &sandbox.EgressReport{Refused: refused}
-		}
+		x.Egress = eg.end(ctx)
 	}
 	return x, cerr
 }

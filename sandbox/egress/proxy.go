@@ -3,12 +3,14 @@ package egress
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -24,8 +26,10 @@ const DialTimeout = 30 * time.Second
 // Proxy is the egress proxy: an http.Handler that serves CONNECT and absolute-form requests of
 // granted runs to their allowed endpoints. It is safe for concurrent use.
 type Proxy struct {
-	// Dial connects to an allowed endpoint; nil means a net.Dialer with DialTimeout.
+	// Dial connects to an allowed address ("ip:port"); nil means a net.Dialer with DialTimeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Resolve looks a name up; nil means the system's resolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Log receives one line per refusal (endpoint and reason, never a payload); nil discards.
 	Log *log.Logger
 
@@ -36,14 +40,20 @@ type Proxy struct {
 }
 
 type grant struct {
-	allow   []string
+	allow   []endpoint
 	allowed map[string]*Count
 	refused map[string]*Count
 }
 
-// Grant lets the run with token reach the endpoints allow (ParseEndpoint results); a second grant
-// of the same token replaces the first's list and keeps its counts.
+// Grant lets the run with token reach the endpoints allow (ParseEndpoint results; others are
+// ignored); a second grant of the same token replaces the first's list and keeps its counts.
 func (p *Proxy) Grant(token string, allow []string) {
+	rules := make([]endpoint, 0, len(allow))
+	for _, a := range allow {
+		if r, err := parseHostPort(a, 0, true); err == nil {
+			rules = append(rules, r)
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.grants == nil {
@@ -54,7 +64,7 @@ func (p *Proxy) Grant(token string, allow []string) {
 		g = &grant{allowed: map[string]*Count{}, refused: map[string]*Count{}}
 		p.grants[token] = g
 	}
-	g.allow = append([]string(nil), allow...)
+	g.allow = rules
 }
 
 // Revoke ends the run's grant and returns what it did; connections it opened are not cut (its
@@ -82,57 +92,65 @@ func sortedCounts(m map[string]*Count) []Count {
 	return out
 }
 
-// decide checks one request of token for target, counts it, and returns "" when it may pass or
-// the reason it may not.
-func (p *Proxy) decide(token, target string) string {
+// errUnknownRun is the refusal of a request without a live grant.
+const errUnknownRun = "the run token is unknown or its run has ended"
+
+// rule returns the first rule of token's grant that allows t, or the reason there is none.
+func (p *Proxy) rule(token string, t endpoint) (endpoint, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.grants[token]
 	if g == nil {
-		return "the run token is unknown or its run has ended"
+		return endpoint{}, errUnknownRun
 	}
-	reason := "not on this run's egress allow-list (add it with --egress-allow " + target + ")"
-	for _, a := range g.allow {
-		if Match(a, target) {
-			reason = ""
-			break
+	for _, r := range g.allow {
+		if r.matches(t) {
+			return r, ""
 		}
+	}
+	return endpoint{}, "not on this run's egress allow-list (add it with --egress-allow " + t.String() + ")"
+}
+
+// count records one request of token for target: allowed by rule when reason is empty, else
+// refused for reason. Requests of unknown runs are not counted (there is no run to tell).
+func (p *Proxy) count(token, target, rule, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.grants[token]
+	if g == nil {
+		return
 	}
 	m := g.allowed
 	if reason != "" {
-		m = g.refused
+		m, rule = g.refused, ""
 	}
 	key := target
 	if _, ok := m[key]; !ok && len(m) >= maxTargets {
-		key = "(other)"
+		key, rule = "(other)", ""
 	}
 	c := m[key]
 	if c == nil {
-		c = &Count{Target: key, Reason: reason}
+		c = &Count{Target: key, Reason: reason, Rule: rule}
 		m[key] = c
 	}
 	c.Count++
-	return reason
 }
 
 // ServeHTTP serves one proxy request: CONNECT host:port opens a tunnel, an absolute-form request
 // (GET http://host:port/...) is forwarded with its response streamed back as it arrives. The run
-// is the user name of the Proxy-Authorization header; it never reaches the endpoint.
+// is the user name of the Proxy-Authorization header; it never reaches the endpoint. The target
+// is parsed strictly (parseHostPort), matched against the run's rules, resolved by the proxy,
+// and only addresses the matching rule may reach (addressPolicy) are dialled.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token := proxyUser(r.Header.Get("Proxy-Authorization"))
-	var target string
-	var err error
+	var raw, scheme string
 	switch {
 	case r.Method == http.MethodConnect:
-		target, err = normalTarget(r.Host, "https")
-	case r.URL.IsAbs() && r.URL.Scheme == "http":
-		target, err = normalTarget(r.URL.Host, "http")
+		raw, scheme = r.Host, "https"
+	case r.URL.IsAbs() && r.URL.Scheme == "http" && r.URL.User == nil && r.URL.Opaque == "":
+		raw, scheme = r.URL.Host, "http"
 	default:
-		http.Error(w, "cline-mcp egress proxy: send CONNECT host:port or an absolute http:// request", http.StatusBadRequest)
-		return
-	}
-	if err != nil {
-		http.Error(w, "cline-mcp egress proxy: bad target: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, "cline-mcp egress proxy: send CONNECT host:port or an absolute http:// request without user info", http.StatusBadRequest)
 		return
 	}
 	if token == "" {
@@ -141,31 +159,74 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cline-mcp egress proxy: the run token is missing (Proxy-Authorization)", http.StatusProxyAuthRequired)
 		return
 	}
-	if reason := p.decide(token, target); reason != "" {
+	t, err := parseTarget(raw, scheme)
+	target := t.String()
+	var rule endpoint
+	var reason string
+	var addrs []netip.Addr
+	if err != nil {
+		target, reason = printable(raw), "not a plain host:port ("+err.Error()+")"
+	} else if rule, reason = p.rule(token, t); reason == "" {
+		addrs, reason = p.addresses(r.Context(), rule, t)
+	}
+	if reason != errUnknownRun {
+		p.count(token, target, rule.String(), reason)
+	}
+	if reason != "" {
 		p.logf("refused %s: %s", target, reason)
 		w.Header().Set("X-Cline-Mcp-Egress", "refused")
 		http.Error(w, fmt.Sprintf("cline-mcp egress proxy refused %s: %s", target, reason), http.StatusForbidden)
 		return
 	}
 	if r.Method == http.MethodConnect {
-		p.tunnel(w, r, target)
+		p.tunnel(w, target, t.port, addrs)
 		return
 	}
-	p.forward(w, r, target)
+	p.forward(w, r.WithContext(context.WithValue(r.Context(), addrsKey{}, addrs)), target)
 }
 
-func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if p.Dial != nil {
-		return p.Dial(ctx, network, addr)
+// printable is s with anything outside printable ASCII replaced, at most 128 bytes: what a
+// refusal of an unparsable target reports.
+func printable(s string) string {
+	b := []byte(s)
+	if len(b) > 128 {
+		b = append(b[:125], "..."...)
 	}
-	d := net.Dialer{Timeout: DialTimeout}
-	return d.DialContext(ctx, network, addr)
+	for i, c := range b {
+		if c < ' ' || c >= 0x7f {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+type addrsKey struct{}
+
+// dialAddrs connects to the first of addrs (checked addresses of one target) that answers.
+func (p *Proxy) dialAddrs(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, error) {
+	var errs []error
+	for _, a := range addrs {
+		addr := netip.AddrPortFrom(a, port).String()
+		var c net.Conn
+		var err error
+		if p.Dial != nil {
+			c, err = p.Dial(ctx, "tcp", addr)
+		} else {
+			d := net.Dialer{Timeout: DialTimeout}
+			c, err = d.DialContext(ctx, "tcp", addr)
+		}
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
 }
 
 // tunnel connects to target, answers 200 and copies both ways until both sides are done.
-func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request, target string) {
-	ctx, cancel := context.WithTimeout(r.Context(), DialTimeout)
-	up, err := p.dial(ctx, "tcp", target)
+func (p *Proxy) tunnel(w http.ResponseWriter, target string, port uint16, addrs []netip.Addr) {
+	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
+	up, err := p.dialAddrs(ctx, addrs, port)
 	cancel()
 	if err != nil {
 		p.logf("connect %s: %v", target, err)
@@ -217,7 +278,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, target string) {
 	p.once.Do(func() {
 		p.transport = &http.Transport{
 			Proxy:                 nil,
-			DialContext:           p.dial,
+			DialContext:           p.dialChecked,
 			ForceAttemptHTTP2:     false,
 			MaxIdleConnsPerHost:   4,
 			IdleConnTimeout:       90 * time.Second,
@@ -240,6 +301,21 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, target string) {
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// dialChecked is the forwarding transport's dialer: it connects only to the addresses
+// ServeHTTP checked for the request (in the context), on addr's port.
+func (p *Proxy) dialChecked(ctx context.Context, _, addr string) (net.Conn, error) {
+	addrs, _ := ctx.Value(addrsKey{}).([]netip.Addr)
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	n, err := parsePort(port)
+	if err != nil || len(addrs) == 0 {
+		return nil, fmt.Errorf("egress: no checked address for %s", addr)
+	}
+	return p.dialAddrs(ctx, addrs, n)
 }
 
 func (p *Proxy) logf(format string, a ...any) {

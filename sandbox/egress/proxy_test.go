@@ -156,7 +156,7 @@ func TestProxyAllowsOnlyGrantedEndpoints(t *testing.T) {
 
 	s := p.Revoke("run1")
 	want := Summary{
-		Allowed: []Count{{Target: hostport(t, plain.URL), Count: 1}, {Target: hostport(t, secure.URL), Count: 1}},
+		Allowed: []Count{{Target: hostport(t, plain.URL), Count: 1, Rule: hostport(t, plain.URL)}, {Target: hostport(t, secure.URL), Count: 1, Rule: hostport(t, secure.URL)}},
 		Refused: []Count{{Target: hostport(t, other.URL), Count: 3, Reason: "not on this run's egress allow-list (add it with --egress-allow " + hostport(t, other.URL) + ")"}},
 	}
 	sort.Slice(want.Allowed, func(i, j int) bool { return want.Allowed[i].Target < want.Allowed[j].Target })
@@ -220,10 +220,10 @@ func TestControlProtocol(t *testing.T) {
 	if err := c.Grant(ctx, "tok", []string{"Provider:18080"}); err != nil {
 		t.Fatal(err)
 	}
-	if r := p.decide("tok", "provider:18080"); r != "" {
+	if r := decide(p, "tok", "provider:18080"); r != "" {
 		t.Errorf("after the grant provider:18080 is refused: %s", r)
 	}
-	p.decide("tok", "evil:443")
+	decide(p, "tok", "evil:443")
 	s, err := c.Revoke(ctx, "tok")
 	if err != nil {
 		t.Fatal(err)
@@ -263,4 +263,16 @@ func TestProxyRefusesUnreachable(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("got %d, want 502", resp.StatusCode)
 	}
+}
+
+// decide matches and counts one request of token for target as ServeHTTP does, without the
+// address check, and returns the refusal reason or "".
+func decide(p *Proxy, token, target string) string {
+	t, err := parseTarget(target, "https")
+	if err != nil {
+		return err.Error()
+	}
+	r, reason := p.rule(token, t)
+	p.count(token, t.String(), r.String(), reason)
+	return reason
 }

@@ -18,6 +18,8 @@
 //	caps                       "CapEff=<hex>" from /proc/self/status
 //	spawn N                    start N children that sleep: "spawned K" and on failure "spawn error: ..."
 //	connect ADDR               TCP dial with a 3 s timeout: "connect ok" or "connect error: ..."
+//	proxy TARGET               CONNECT TARGET through $HTTPS_PROXY: "proxy TARGET <status line>" or "proxy TARGET error: ..."
+//	ifaces                     "ifaces [<address/prefix> ...]"
 //	stdin                      read stdin to EOF: "stdin N bytes"
 //	rm PATH | mkdir PATH       remove (recursively) / create a directory: "<step> PATH ok|error: ..."
 //	symlink TARGET PATH        create a symbolic link; link OLD NEW: a hard link; mkfifo PATH
@@ -26,6 +28,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -150,6 +154,11 @@ func main() {
 				c.Close()
 				fmt.Println("connect ok")
 			}
+		case "proxy":
+			proxyConnect(next())
+		case "ifaces":
+			as, err := net.InterfaceAddrs()
+			fmt.Printf("ifaces %v %v\n", as, err)
 		case "stdin":
 			n, err := io.Copy(io.Discard, os.Stdin)
 			fmt.Printf("stdin %d bytes %v\n", n, err)
@@ -216,4 +225,27 @@ func atoi(s string) int {
 		os.Exit(2)
 	}
 	return n
+}
+
+// proxyConnect sends CONNECT target to the proxy of $HTTPS_PROXY with its credentials.
+func proxyConnect(target string) {
+	p := os.Getenv("HTTPS_PROXY")
+	auth, host, ok := strings.Cut(strings.TrimPrefix(p, "http://"), "@")
+	if !ok {
+		host, auth = auth, ""
+	}
+	c, err := net.DialTimeout("tcp", strings.TrimSuffix(host, "/"), 3*time.Second)
+	if err != nil {
+		fmt.Printf("proxy %s error: %v\n", target, err)
+		return
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n", target, target, base64.StdEncoding.EncodeToString([]byte(auth)))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		fmt.Printf("proxy %s error: %v\n", target, err)
+		return
+	}
+	fmt.Printf("proxy %s %s\n", target, strings.TrimSpace(line))
 }
