@@ -276,9 +276,12 @@ func (rf *refresher) outcome(writeWarns []string) (Fresh, error) {
 		return Fresh{Warnings: []string{fmt.Sprintf("settings: the OAuth token of provider %q expires at %s, less than %v after this run's time limit, and %s; the run uses it as it is and may fail authentication if it lasts that long",
 			rf.provider, c.expires.UTC().Format(time.RFC3339), refreshBuffer, reason)}}, nil
 	}
-	if c != nil && c.expires.IsZero() {
+	switch {
+	case c != nil && c.expires.IsZero():
 		reason = "its token has no known expiry (the CLI treats that as expired) and " + reason
-	} else {
+	case c != nil && c.expires.After(o.now()):
+		reason = fmt.Sprintf("its token expires at %s, less than %v after this run's time limit, and %s", c.expires.UTC().Format(time.RFC3339), refreshBuffer, reason)
+	default:
 		reason = "its token has expired and " + reason
 	}
 	return Fresh{}, &AuthError{Provider: rf.provider, Reason: reason}
