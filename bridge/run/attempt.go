@@ -298,9 +298,9 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 	return cleanup, nil
 }
 
-// mergeBack brings the refreshed credentials of a run's private copy home and deletes the copy,
-// which holds keys. It runs on every path: a refreshed token is the user's, whatever became of the
-// call.
+// mergeBack brings the refreshed credentials of a host run's private copy home (a container's copy
+// brings none), learns the credential values the copy held, and deletes the copy, which holds keys.
+// It runs on every path: a refreshed token is the user's, whatever became of the call.
 func (k *call) mergeBack(cp SettingsCopy) {
 	if k.hold != nil {
 		// A container retry of a default host call: this call's own shared hold would block the
@@ -309,6 +309,7 @@ func (k *call) mergeBack(cp SettingsCopy) {
 	} else {
 		k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
 	}
+	k.learned = append(k.learned, cp.Secrets()...)
 	if err := cp.Close(); err != nil {
 		k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir(), err))
 	}

@@ -50,6 +50,10 @@ type fakeSettings struct {
 	blockBegin bool
 	copyErr    error
 	endWarn    string // End's warning, when set
+	// fresh and freshErr are what EnsureFresh returns; copySecrets what a copy's Secrets returns.
+	fresh       settings.Fresh
+	freshErr    error
+	copySecrets []string
 
 	mu     sync.Mutex
 	copies []*fakeCopy
@@ -108,6 +112,11 @@ func (s *fakeSettings) newCopy(kind, dstRoot string, ov settings.Override) (Sett
 	return c, nil
 }
 
+func (s *fakeSettings) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
+	s.ev.add("settings.EnsureFresh")
+	return s.fresh, s.freshErr
+}
+
 func (s *fakeSettings) MergeAllowed(c SettingsCopy) []string {
 	s.ev.add("settings.MergeAllowed")
 	return nil
@@ -145,6 +154,11 @@ func (h *fakeHold) End() []string {
 	return nil
 }
 
+func (h *fakeHold) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
+	h.s.ev.add("hold.EnsureFresh")
+	return h.s.fresh, h.s.freshErr
+}
+
 func (h *fakeHold) MergeAllowed(c SettingsCopy) []string {
 	h.s.ev.add("hold.MergeAllowed")
 	return nil
@@ -160,6 +174,7 @@ func (c *fakeCopy) Dir() string          { return c.dir }
 func (c *fakeCopy) SettingsPath() string { return c.path }
 func (c *fakeCopy) Target() string       { return c.target }
 func (c *fakeCopy) Warnings() []string   { return nil }
+func (c *fakeCopy) Secrets() []string    { return c.s.copySecrets }
 func (c *fakeCopy) Close() error {
 	c.s.ev.add("copy.Close")
 	c.s.mu.Lock()

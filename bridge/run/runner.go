@@ -140,6 +140,10 @@ type call struct {
 	hold     SettingsHold      // a default host run's shared hold on the settings (nil: none)
 	res      Result
 	warnings []string
+	// learned are credential values the call learned while it ran — the tokens of a host refresh
+	// before a container run (settings.Fresh.Secrets) and whatever the run's settings copy held
+	// afterwards (SettingsCopy.Secrets) — which everything the call returns must be redacted of.
+	learned []string
 	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
 	// (where analysis keeps run_commands) or reported a successful mutating tool call.
 	mayHaveWritten bool
