@@ -119,7 +119,11 @@ func (o OAuth) post(ctx context.Context, endpoint, contentType string, body []by
 	req.Header.Set("Content-Type", contentType)
 	resp, err := o.client().Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("POST %s://%s%s: %w", u.Scheme, u.Host, u.Path, errors.Unwrap(err))
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message repeats the URL
+		}
+		return nil, fmt.Errorf("POST %s://%s%s: %w", u.Scheme, u.Host, u.Path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRefreshBody+1))
