@@ -36,7 +36,7 @@ func fakeProvider(t *testing.T) *fakeprovider.Provider {
 
 // clineSignedIn is a providers.json whose default is the cline provider signed in with OAuth against
 // baseURL ("" = none), its token expiring at expires (zero: no expiresAt).
-func clineSignedIn(t *testing.T, baseURL string, expires time.Time) []byte {
+func clineSignedIn(t testing.TB, baseURL string, expires time.Time) []byte {
 	t.Helper()
 	auth := map[string]any{"accessToken": oldAccess, "refreshToken": oldRefresh, "accountId": "acct-1"}
 	if !expires.IsZero() {
@@ -57,7 +57,7 @@ func clineSignedIn(t *testing.T, baseURL string, expires time.Time) []byte {
 	return append(b, '\n')
 }
 
-func oauthStore(t *testing.T, host []byte) *Store {
+func oauthStore(t testing.TB, host []byte) *Store {
 	t.Helper()
 	s := realStore(t)
 	s.LockPath = LockPath(s.Path)
