@@ -58,7 +58,8 @@ lint:
 ## fuzz: every fuzz target for FUZZTIME each (CI: a short bounded run; locally e.g. FUZZTIME=10m)
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./bridge/redact:FuzzRedact ./bridge/cline:FuzzParser ./bridge/mcpserver:FuzzToolArguments \
-	./bridge/settings:FuzzSettingsRestoreMerge ./sandbox/archive:FuzzReadBack ./sandbox/egress:FuzzMatch
+	./bridge/settings:FuzzSettingsRestoreMerge ./bridge/settings:FuzzParseObjectDeep ./sandbox/archive:FuzzReadBack \
+	./sandbox/egress:FuzzMatch
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \

@@ -99,7 +99,7 @@ var scenarios = []scenario{
 		docker: "same as host",
 	}},
 	{name: "grace 500ms with a grandchild holding stdio", custom: graceGrandchild},
-	{name: "override leaves the user's defaults and keeps the refreshed token", custom: overrideRestore},
+	{name: "override leaves the user's defaults and keeps a host run's refreshed token", custom: overrideRestore},
 	{name: "apply diff of exactly the run's changes", custom: applyDiff},
 	{name: "workspace worktree removed after success and timeout", custom: workspaceCleanup},
 	{name: "workspace pool reuses a worktree as HEAD, nothing left at exit", opts: worldOpts{args: []string{"--workspace-pool", "1"}}, custom: workspacePool},

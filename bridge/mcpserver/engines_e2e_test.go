@@ -133,7 +133,7 @@ var allTools = []scenario{
 	{"apply edits and ownership", testDockerApplyEditsAndOwnership},
 	{"apply cannot commit", testDockerApplyCannotCommit},
 	{"workspace", testDockerWorkspace},
-	{"override merges token", testDockerOverrideMergesTokenNotTrackedFields},
+	{"override keeps no token", testDockerOverrideKeepsNeitherTokenNorTrackedFields},
 	{"timeout and cancel leave nothing", testDockerTimeoutAndCancelLeaveNothing},
 	{"escape probes", testDockerEscapeProbes},
 	{"git inside the sandbox", testDockerGitInsideTheSandbox},
@@ -209,7 +209,7 @@ func TestPodmanCopy(t *testing.T) {
 		{"apply edits and ownership", testDockerApplyEditsAndOwnership},
 		{"apply cannot commit", testDockerApplyCannotCommit},
 		{"workspace", testDockerWorkspace},
-		{"override merges token", testDockerOverrideMergesTokenNotTrackedFields},
+		{"override keeps no token", testDockerOverrideKeepsNeitherTokenNorTrackedFields},
 		{"git inside the sandbox", testDockerGitInsideTheSandbox},
 	})
 }

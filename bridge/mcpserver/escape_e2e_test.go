@@ -150,15 +150,16 @@ func TestDockerEscapeSettingsRewrites(t *testing.T) {
 		t.Fatalf("the rewrite reached the host's providers.json:\n%s", raw)
 	}
 	p := e.readProviders()
-	if got := mcpsession.Dig(p, "providers", "openai-compatible", "settings", "auth", "accessToken"); got != "tok-refreshed" {
-		t.Errorf("the token refresh was not merged: %v", got)
+	// Nothing about credentials comes back from a container (issue 28): not even its "refresh".
+	if got := mcpsession.Dig(p, "providers", "openai-compatible", "settings", "auth", "accessToken"); got != "tok-old" {
+		t.Errorf("the container's token reached the host: %v, want tok-old kept", got)
 	}
 	if p["lastUsedProvider"] != "openai-compatible" || mcpsession.Dig(p, "providers", "openai-compatible", "settings", "baseUrl") != "http://127.0.0.1:18080/v1" ||
 		mcpsession.Dig(p, "providers", "anthropic", "settings", "apiKey") != "sk-other-provider-key" {
 		t.Errorf("settings changed beyond the token: %s", raw)
 	}
 	warns := fmt.Sprint(sc["warnings"])
-	for _, field := range []string{"lastUsedProvider", "settings.baseUrl", "settings.apiKey", "settings.headers", "providers.evil"} {
+	for _, field := range []string{"lastUsedProvider", "settings.baseUrl", "settings.apiKey", "settings.headers", "providers.evil", "settings.auth.accessToken"} {
 		if !strings.Contains(warns, field) {
 			t.Errorf("warnings %s do not name %s", warns, field)
 		}

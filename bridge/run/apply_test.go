@@ -87,7 +87,7 @@ func TestApplyEvidenceOrder(t *testing.T) {
 			message: []string{"Incorrect API key"}},
 		{name: "docker mounts the recorded checkout", iso: dock, steps: func(t *testing.T) []step { return []step{pong(t)} },
 			want:   result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}},
-			events: []string{"git.Evidence", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "git.Inspect", "git.Compare"},
+			events: []string{"git.Evidence", "settings.EnsureFresh", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "git.Inspect", "git.Compare"},
 			check: func(t *testing.T, h *harness, res Result) {
 				ms := h.cli.runs()[0].Mounts
 				if !slices.ContainsFunc(ms, func(m sandbox.Mount) bool { return m.Source == h.cwd && !m.ReadOnly && m.Return.Tree }) ||
@@ -101,7 +101,7 @@ func TestApplyEvidenceOrder(t *testing.T) {
 			return []step{s}
 		},
 			want:    result{kind: "edits_inspection_failed", attempts: 1, isolation: []sandbox.Isolation{dock}},
-			events:  []string{"git.Evidence", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "git.Inspect", "git.Compare"},
+			events:  []string{"git.Evidence", "settings.EnsureFresh", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "git.Inspect", "git.Compare"},
 			message: []string{"could not be brought back", "archive too large", "nothing was written to the host"}},
 	}
 	for _, tc := range cases {

@@ -300,9 +300,9 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 	return cleanup, nil
 }
 
-// mergeBack brings the refreshed credentials of a run's private copy home and deletes the copy,
-// which holds keys. It runs on every path: a refreshed token is the user's, whatever became of the
-// call.
+// mergeBack brings the refreshed credentials of a host run's private copy home (a container's copy
+// brings none), learns the credential values the copy held, and deletes the copy, which holds keys.
+// It runs on every path: a refreshed token is the user's, whatever became of the call.
 func (k *call) mergeBack(cp SettingsCopy) {
 	// Whatever credential the copy holds now is a secret of this call, merged back or not.
 	if b, err := cp.ReadBack(); err == nil {

@@ -100,11 +100,11 @@ func TestCancelWhileRunning(t *testing.T) {
 		events []string
 	}{
 		{AskCline, host, []string{"settings.Begin", "host.Run", "hold.End"}},
-		{AskCline, dock, []string{"settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
+		{AskCline, dock, []string{"settings.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
 		{ApplyClineEdits, host, []string{"git.Evidence", "settings.Begin", "host.Run", "hold.End", "git.Inspect", "git.Compare"}},
-		{ApplyClineEdits, dock, []string{"git.Evidence", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "git.Inspect", "git.Compare"}},
+		{ApplyClineEdits, dock, []string{"git.Evidence", "settings.EnsureFresh", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "git.Inspect", "git.Compare"}},
 		{AskClineWorkspace, host, []string{"git.TopLevel", "wt.Acquire", "settings.Begin", "host.Run", "hold.End", "wt.Release"}},
-		{AskClineWorkspace, dock, []string{"git.TopLevel", "wt.Acquire", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "wt.Touched", "wt.Release"}},
+		{AskClineWorkspace, dock, []string{"git.TopLevel", "wt.Acquire", "settings.EnsureFresh", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "wt.Touched", "wt.Release"}},
 	} {
 		t.Run(string(tc.tool)+"/"+string(tc.iso), func(t *testing.T) {
 			inBubble(t, func(t *testing.T) {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
@@ -26,6 +27,9 @@ type Settings interface {
 	PrivateCopy(dstRoot string, ov settings.Override) (SettingsCopy, error)
 	// MergeAllowed brings a copy's refreshed credentials home (settings.Store.MergeAllowed).
 	MergeAllowed(c SettingsCopy) []string
+	// EnsureFresh makes the OAuth access token a container run gets outlive until, refreshing it
+	// on the host when needed (settings.Store.EnsureFresh); an error means the run cannot start.
+	EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error)
 }
 
 // SettingsHold is a default host run's shared hold on the settings (settings.Run).
@@ -34,6 +38,8 @@ type SettingsHold interface {
 	End() []string
 	// MergeAllowed merges a copy back under this hold (a container retry of a default call).
 	MergeAllowed(c SettingsCopy) []string
+	// EnsureFresh is Settings.EnsureFresh under this hold (settings.Run.EnsureFresh).
+	EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error)
 }
 
 // SettingsCopy is a private copy of the settings for one run (settings.Copy). It holds keys.
@@ -119,10 +125,18 @@ func (a storeSettings) PrivateCopy(dstRoot string, ov settings.Override) (Settin
 
 func (a storeSettings) MergeAllowed(c SettingsCopy) []string { return a.s.MergeAllowed(unwrapCopy(c)) }
 
+func (a storeSettings) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
+	return a.s.EnsureFresh(ctx, ov, until)
+}
+
 type storeHold struct{ r *settings.Run }
 
 func (h storeHold) End() []string                        { return h.r.End() }
 func (h storeHold) MergeAllowed(c SettingsCopy) []string { return h.r.MergeAllowed(unwrapCopy(c)) }
+
+func (h storeHold) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
+	return h.r.EnsureFresh(ctx, ov, until)
+}
 
 type storeCopy struct{ c *settings.Copy }
 

@@ -6,20 +6,27 @@ import (
 	"maps"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 // containerHome is the tmpfs HOME inside the container; nothing of the user's home is mounted.
 const containerHome = "/home/cline"
 
-// dockerSpec prepares a container run: a least-privilege private copy of Cline's settings dir
-// (only the provider the run may use; the run never sees the host file), the workspace mounts of
-// this tool at their host paths, and a tool policy inside the copy. The returned cleanup merges
-// refreshed OAuth credentials — and nothing else — back into the host file (settings.MergeAllowed),
-// then deletes the copy, which holds secrets.
+// dockerSpec prepares a container run: an OAuth access token that outlives the run (refreshed on
+// the host when needed: settings.EnsureFresh), a least-privilege private copy of Cline's settings
+// dir (only the provider the run may use, without its refresh token; the run never sees the host
+// file), the workspace mounts of this tool at their host paths, and a tool policy inside the copy.
+// The returned cleanup reads the copy back — nothing of it reaches the host file, its credentials
+// are dropped with a warning (settings.MergeAllowed) and kept for redaction — then deletes the
+// copy, which holds secrets.
 func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request) (func(), error) {
+	if err := k.freshToken(ctx); err != nil {
+		return nil, err
+	}
 	cp, err := k.r.cfg.Settings.PrivateCopy(k.private, settingsOverride(k.Call))
 	if err != nil {
 		return nil, fmt.Errorf("copy Cline's settings for the container: %w", err)
@@ -62,6 +69,30 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
 	spec.Egress = k.providerEndpoints(cp.SettingsPath(), cp.Target())
 	return cleanup, nil
+}
+
+// freshToken makes the OAuth access token of the run's provider outlive the run's time limit
+// before the container gets a copy without the refresh token. The new tokens of a host refresh are
+// learned secrets of the call; a refresh that fails is launch_failed naming the provider and the fix.
+func (k *call) freshToken(ctx context.Context) error {
+	until := time.Now().Add(time.Duration(k.TimeoutSeconds) * time.Second)
+	var f settings.Fresh
+	var err error
+	if k.hold != nil {
+		// A container retry of a default host call: this call's own shared hold would block the
+		// exclusive one.
+		f, err = k.hold.EnsureFresh(ctx, settingsOverride(k.Call), until)
+	} else {
+		f, err = k.r.cfg.Settings.EnsureFresh(ctx, settingsOverride(k.Call), until)
+	}
+	// The host wrote these itself (trusted): learned whole, before the container starts, so its
+	// progress and tails are redacted of them too.
+	k.red.Learn(f.Secrets...)
+	k.warnings = append(k.warnings, f.Warnings...)
+	if f.Refreshed != "" {
+		k.progress(fmt.Sprintf("refreshed the OAuth token of %s on the host for the container", f.Refreshed))
+	}
+	return err
 }
 
 // mounts are the workspace of each tool at the same absolute paths as on the host, from the

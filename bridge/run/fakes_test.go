@@ -50,6 +50,9 @@ type fakeSettings struct {
 	blockBegin bool
 	copyErr    error
 	endWarn    string // End's warning, when set
+	// fresh and freshErr are what EnsureFresh returns.
+	fresh    settings.Fresh
+	freshErr error
 
 	mu     sync.Mutex
 	copies []*fakeCopy
@@ -108,6 +111,11 @@ func (s *fakeSettings) newCopy(kind, dstRoot string, ov settings.Override) (Sett
 	return c, nil
 }
 
+func (s *fakeSettings) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
+	s.ev.add("settings.EnsureFresh")
+	return s.fresh, s.freshErr
+}
+
 func (s *fakeSettings) MergeAllowed(c SettingsCopy) []string {
 	s.ev.add("settings.MergeAllowed")
 	return nil
@@ -143,6 +151,11 @@ func (h *fakeHold) End() []string {
 		return []string{h.s.endWarn}
 	}
 	return nil
+}
+
+func (h *fakeHold) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
+	h.s.ev.add("hold.EnsureFresh")
+	return h.s.fresh, h.s.freshErr
 }
 
 func (h *fakeHold) MergeAllowed(c SettingsCopy) []string {

@@ -2,9 +2,13 @@ package run
 
 import (
 	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -40,25 +44,25 @@ func TestIsolationPerAttempt(t *testing.T) {
 			events: []string{"settings.HostCopy", "host.Run", "settings.MergeAllowed", "copy.Close", "backoff", "settings.HostCopy", "host.Run", "settings.MergeAllowed", "copy.Close"}},
 		{name: "docker requested", call: dock, steps: func(t *testing.T) []step { return []step{pong(t)} },
 			want:   result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}},
-			events: []string{"settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
+			events: []string{"settings.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
 		{name: "floor docker overrides a host request", floor: dock, call: host, steps: func(t *testing.T) []step { return []step{pong(t)} },
 			want:   result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}},
-			events: []string{"settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
+			events: []string{"settings.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
 		{name: "retry escalates host to docker, merging under the call's hold", retry: dock,
 			steps: func(t *testing.T) []step { return []step{rateLimited(t), pong(t)} },
 			want:  result{ok: true, attempts: 2, isolation: []sandbox.Isolation{host, dock}},
 			events: []string{"settings.Begin", "host.Run", "backoff",
-				"settings.PrivateCopy", "git.Open", "docker.Run", "hold.MergeAllowed", "copy.Close", "hold.End"}},
+				"hold.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "hold.MergeAllowed", "copy.Close", "hold.End"}},
 		{name: "retry isolation below the first attempt's is ignored", retry: host, call: dock,
 			steps: func(t *testing.T) []step { return []step{rateLimited(t), pong(t)} },
 			want:  result{ok: true, attempts: 2, isolation: []sandbox.Isolation{dock, dock}},
-			events: []string{"settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close", "backoff",
-				"settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
+			events: []string{"settings.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close", "backoff",
+				"settings.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
 		{name: "retry isolation docker after a docker attempt stays docker", retry: dock, call: dock,
 			steps: func(t *testing.T) []step { return []step{rateLimited(t), rateLimited(t)} },
 			want:  result{kind: "transient_provider_error", attempts: 2, isolation: []sandbox.Isolation{dock, dock}, retryable: true},
-			events: []string{"settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close", "backoff",
-				"settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
+			events: []string{"settings.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close", "backoff",
+				"settings.EnsureFresh", "settings.PrivateCopy", "git.Open", "docker.Run", "settings.MergeAllowed", "copy.Close"}},
 		{name: "docker requested but unavailable", call: dock, noDocker: true,
 			dockerErr: &sandbox.LaunchError{Op: "docker ping", Hint: "start Docker Desktop", Err: errors.New("no engine")},
 			steps:     func(t *testing.T) []step { return nil },
@@ -72,7 +76,7 @@ func TestIsolationPerAttempt(t *testing.T) {
 			steps: func(t *testing.T) []step { return []step{rateLimited(t)} },
 			want:  result{kind: "launch_failed", attempts: 2, isolation: []sandbox.Isolation{host, dock}},
 			events: []string{"settings.Begin", "host.Run", "backoff",
-				"settings.PrivateCopy", "git.Open", "hold.MergeAllowed", "copy.Close", "hold.End"},
+				"hold.EnsureFresh", "settings.PrivateCopy", "git.Open", "hold.MergeAllowed", "copy.Close", "hold.End"},
 			message: "Docker isolation is unavailable"},
 	}
 	for _, tc := range cases {
@@ -181,4 +185,53 @@ func TestSettingsFailures(t *testing.T) {
 	res = h.do(t.Context(), h.call(AskCline))
 	wantResult(t, res, result{ok: true, attempts: 1, isolation: []sandbox.Isolation{host}})
 	wantWarning(t, res, "restored the openai block")
+}
+
+// TestDockerFreshToken: before a container run the host makes sure the OAuth token outlives it
+// (settings.EnsureFresh). A token that cannot be made to is launch_failed before any copy or
+// run, never retried, naming the provider and the fix; a refresh's warnings reach the result.
+func TestDockerFreshToken(t *testing.T) {
+	h := newHarness(t)
+	h.set.freshErr = &settings.AuthError{Provider: "cline", Reason: "the refresh was rejected (HTTP 401)"}
+	c := h.call(AskCline)
+	c.Isolation = dock
+	res := h.do(t.Context(), c)
+	wantResult(t, res, result{kind: "launch_failed", attempts: 1, isolation: []sandbox.Isolation{dock}})
+	wantContains(t, "message", res.Message, "provider \"cline\"")
+	wantContains(t, "message", res.Message, "`cline auth cline`")
+	wantEvents(t, h, "settings.EnsureFresh")
+
+	h = newHarness(t, pong(t))
+	h.set.fresh = settings.Fresh{Refreshed: "cline", Warnings: []string{"settings: the new token expires soon"}, Secrets: []string{"workos:fresh-token-0123456789"}}
+	res = h.do(t.Context(), c)
+	wantResult(t, res, result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}})
+	wantWarning(t, res, "the new token expires soon")
+	if !slices.ContainsFunc(h.progressed(), func(m string) bool { return strings.Contains(m, "refreshed the OAuth token of cline") }) {
+		t.Errorf("progress %q does not say the token was refreshed", h.progressed())
+	}
+}
+
+// TestLearnedSecrets: the credential values a call learns — the tokens of a host refresh and what
+// the run's settings copy held afterwards — are redacted from everything the call returns.
+func TestLearnedSecrets(t *testing.T) {
+	h := newHarness(t)
+	h.set.fresh = settings.Fresh{Refreshed: "cline", Secrets: []string{"workos:fresh-token-0123456789"}}
+	k := &call{Call: h.call(AskCline), r: h.runner(), progress: h.progress, red: newSecrets(redact.New(nil))}
+	if err := k.freshToken(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := h.set.PrivateCopy(h.tmp, settings.Override{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"providers":{"cline":{"settings":{"auth":{"accessToken":"token-the-run-wrote-0123456789"}}}}}`
+	if err := os.WriteFile(cp.SettingsPath(), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k.mergeBack(cp)
+	for _, v := range []string{"fresh-token-0123456789", "token-the-run-wrote-0123456789"} {
+		if got := k.red.Text("answer: " + v); strings.Contains(got, v) {
+			t.Errorf("%q was not learned: %q", v, got)
+		}
+	}
 }

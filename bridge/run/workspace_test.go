@@ -57,7 +57,7 @@ func TestWorkspace(t *testing.T) {
 			}},
 		{name: "docker run may have written: touched asked", iso: dock, steps: ok,
 			want:   result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}},
-			events: []string{"git.TopLevel", "wt.Acquire", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "wt.Touched", "wt.Release"},
+			events: []string{"git.TopLevel", "wt.Acquire", "settings.EnsureFresh", "settings.PrivateCopy", "docker.Run", "settings.MergeAllowed", "copy.Close", "wt.Touched", "wt.Release"},
 			report: func(h *harness) *WorktreeReport { return &WorktreeReport{Commit: "1111111", Removed: true} }},
 		{name: "pooled with changes", steps: edits, setup: func(h *harness) {
 			h.wts.touched, h.wts.released = touched, worktree.Released{Pooled: true}

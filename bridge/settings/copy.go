@@ -56,6 +56,7 @@ type Copy struct {
 	host     bool   // made by HostCopy
 	existed  bool   // a providers.json was written into the copy
 	snapshot []byte // its bytes: the base MergeAllowed diffs the run's copy against
+	secrets  []string
 	once     sync.Once
 	closeErr error
 }
@@ -166,7 +167,8 @@ func (s *Store) fillCopy(c *Copy, ov Override) error {
 }
 
 // leastPrivilege is doc with only the copiedTopLevel keys and the blocks of the target provider
-// and of the provider that holds its credentials (credentialHome), in the host file's order.
+// and of the provider that holds its credentials (credentialHome), in the host file's order, each
+// without its refresh token (containerDrops).
 func leastPrivilege(doc *object, target string) *object {
 	keep := []string{target}
 	if home, ok := credentialHome[target]; ok {
@@ -182,7 +184,7 @@ func leastPrivilege(doc *object, target string) *object {
 			if all := doc.getObject("providers"); all != nil {
 				for _, id := range all.keys {
 					if slices.Contains(keep, id) {
-						ps.set(id, clone(all.vals[id]))
+						ps.set(id, withoutRefresh(clone(all.vals[id])))
 					}
 				}
 			}
@@ -190,6 +192,31 @@ func leastPrivilege(doc *object, target string) *object {
 		}
 	}
 	return out
+}
+
+// containerDrops are the credentials a container's copy never holds: the refresh token (the host
+// refreshes before the run instead: Store.EnsureFresh) and the OpenID id token, which the CLI only
+// reads when it refreshes. The access token stays: it is what the run calls its provider with.
+var containerDrops = [][]string{{"settings", "auth", "refreshToken"}, {"settings", "auth", "metadata", "idToken"}}
+
+// withoutRefresh removes containerDrops from a provider block (a clone: it changes v in place).
+func withoutRefresh(v any) any {
+	block, ok := v.(*object)
+	if !ok {
+		return v
+	}
+	for _, path := range containerDrops {
+		o := block
+		for _, k := range path[:len(path)-1] {
+			if o = o.getObject(k); o == nil {
+				break
+			}
+		}
+		if o != nil {
+			o.del(path[len(path)-1])
+		}
+	}
+	return block
 }
 
 func writePrivate(fsys afero.Fs, path string, data []byte) error {
@@ -203,6 +230,11 @@ func writePrivate(fsys afero.Fs, path string, data []byte) error {
 	}
 	return f.Close()
 }
+
+// Secrets are the credential values MergeAllowed read from the copy after the run (whatever the run
+// left there, kept or not): values the call must redact from everything it returns. Call it after
+// MergeAllowed.
+func (c *Copy) Secrets() []string { return c.secrets }
 
 // runName names who wrote the copy, for warnings.
 func (c *Copy) runName() string {

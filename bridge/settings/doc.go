@@ -11,9 +11,10 @@
 //
 // A host override run and a Docker run work on a copy; the user's file never carries an override:
 //
-//	c, err := store.HostCopy(dir, ov)   // or store.PrivateCopy(dir, ov) for a container
+//	f, err := store.EnsureFresh(ctx, ov, deadline) // a container only: the OAuth token must outlive the run
+//	c, err := store.HostCopy(dir, ov)              // or store.PrivateCopy(dir, ov) for a container
 //	run Cline with CLINE_PROVIDER_SETTINGS_PATH=c.SettingsPath (a container: data dir c.Dir)
-//	warns := store.MergeAllowed(c); c.Close()
+//	warns := store.MergeAllowed(c); secrets := c.Secrets(); c.Close()
 //
 // Each write of the user's file (End's repair, MergeAllowed) is one read-modify-write under the Store's mutex
 // and an advisory file lock, LockPath(Path), that every cline-mcp process of the user takes: it re-reads the
@@ -22,12 +23,21 @@
 // runs (whose CLI writes the user's file) share a fair hold on the Store from Begin to End, and a merge-back
 // with something to write holds it alone for that write only; an override never excludes anything.
 //
-// The trust boundary: the container's copy holds only the provider the run may use (PrivateCopy), and
-// MergeAllowed is the only way anything a copy's run wrote reaches the user's file — refreshed OAuth credentials
-// of a provider that was in the copy, checked against the pre-run copy and an allow-list (refreshFields);
-// everything else is dropped with a warning naming the field. The escape tests sit beside it
-// (escape_unix_test.go).
+// The trust boundary: the container's copy holds only the provider the run may use, with its access
+// token and never its refresh token (PrivateCopy), so nothing about credentials can come back from
+// a container — a token swap cannot be told from a refresh, so there is no refresh to merge: the
+// host refreshes before the run instead (EnsureFresh, under the same lock as every write, against
+// an endpoint that comes from the user's file or the server's environment, never from a copy).
+// MergeAllowed is the only way anything a copy's run wrote is read back: from a container's copy
+// nothing is kept and every change is named in a warning; from a host run's copy (the CLI on the
+// user's own machine, which holds the refresh token anyway) only refreshed OAuth credentials of a
+// provider that was in the copy, checked against the pre-run copy and an allow-list of known small
+// fields (refreshFields). Every JSON read of a file or copy goes through one parser with a size
+// (4 MiB) and depth (256) limit. The escape tests sit beside it (escape_unix_test.go, depth_test.go).
 //
-// Nothing here ever fails a run: problems with the settings file come back as warning strings, which never
-// contain values from the file (keys and tokens stay out of logs and tool results).
+// Nothing here ever fails a run but EnsureFresh, whose *AuthError names the provider and the fix;
+// problems with the settings file come back as warning strings, which never contain values from the
+// file (keys and tokens stay out of logs and tool results). The values a call learns — a host
+// refresh's tokens (Fresh.Secrets) and what a run's copy held afterwards (Copy.Secrets) — are handed
+// to the caller to redact.
 package settings

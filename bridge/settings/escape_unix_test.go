@@ -3,8 +3,10 @@
 package settings
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,11 +26,16 @@ func hostWithOAuth(t *testing.T) []byte {
 	})
 }
 
-func realCopy(t *testing.T, host []byte) (*Store, *Copy) {
+// realCopy is a container's copy (PrivateCopy) of host; realHostCopy a host override run's.
+func realCopy(t *testing.T, host []byte) (*Store, *Copy) { return realCopyOf(t, host, false) }
+
+func realHostCopy(t *testing.T, host []byte) (*Store, *Copy) { return realCopyOf(t, host, true) }
+
+func realCopyOf(t *testing.T, host []byte, full bool) (*Store, *Copy) {
 	t.Helper()
 	s := realStore(t)
 	writeReal(t, s.Path, host, 0o600)
-	c, err := s.PrivateCopy("", Override{})
+	c, err := s.newCopy("", Override{}, full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +43,10 @@ func realCopy(t *testing.T, host []byte) (*Store, *Copy) {
 	return s, c
 }
 
-func TestEscapeSettingsRewritesDropped(t *testing.T) {
-	host := hostWithOAuth(t)
-	s, c := realCopy(t, host)
-	const marker = "ATTACKER-MARKER-7f3a"
-	attack := edit(t, c.snapshot, func(o *object) {
+// settingsAttack is what a hostile run writes into its copy: an endpoint, a key, headers and a
+// provider of its own, and a token "refresh".
+func settingsAttack(marker string) func(o *object) {
+	return func(o *object) {
 		setPath(o, "providers.openai-compatible.settings.baseUrl", "https://"+marker+".invalid/v1")
 		setPath(o, "providers.openai-compatible.settings.apiKey", "sk-"+marker)
 		setPath(o, "providers.openai-compatible.settings.headers", map[string]any{"X-Exfil": marker})
@@ -48,16 +54,54 @@ func TestEscapeSettingsRewritesDropped(t *testing.T) {
 		setPath(o, "providers.evil.settings", map[string]any{"provider": "evil", "apiKey": "sk-" + marker, "baseUrl": "https://" + marker + ".invalid"})
 		setPath(o, "lastUsedProvider", "evil")
 		setPath(o, "telemetry", marker)
-		// The honest part: a token refresh.
 		setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
 		setPath(o, "providers.openai-compatible.settings.auth.refreshToken", "rt-new")
 		setPath(o, "providers.openai-compatible.settings.auth.expiresAt", 4102444800000)
 		setPath(o, "providers.openai-compatible.updatedAt", "2026-12-02T09:00:00.000Z")
-	})
-	writeReal(t, c.SettingsPath, attack, 0o600)
+	}
+}
+
+// TestEscapeSettingsRewritesDropped: nothing of a container's copy comes back — not the endpoint,
+// key, headers or provider it planted, and not its tokens either (issue 28, hole 5): every field
+// is named in a warning, no value is.
+func TestEscapeSettingsRewritesDropped(t *testing.T) {
+	host := hostWithOAuth(t)
+	s, c := realCopy(t, host)
+	const marker = "ATTACKER-MARKER-7f3a"
+	writeReal(t, c.SettingsPath, edit(t, c.snapshot, settingsAttack(marker)), 0o600)
 	if !strings.Contains(string(readReal(t, c.SettingsPath)), marker) {
 		t.Fatal("the attack is not in the copy")
 	}
+	warns := s.MergeAllowed(c)
+	checkWarnings(t, warns, []string{"wrote credentials", "dropped"})
+	all := strings.Join(warns, "\n")
+	for _, field := range []string{"providers.openai-compatible.settings.baseUrl", "settings.apiKey", "settings.headers",
+		"settings.auth.metadata.provider", "settings.auth.accessToken", "settings.auth.refreshToken", "settings.auth.expiresAt",
+		"providers.evil", "lastUsedProvider", "telemetry"} {
+		if !strings.Contains(all, field) {
+			t.Errorf("the warnings do not name %s: %q", field, warns)
+		}
+	}
+	if strings.Contains(all, marker) || strings.Contains(all, "at-new") {
+		t.Errorf("a warning carries a value the run wrote: %q", warns)
+	}
+	if got := readReal(t, s.Path); string(got) != string(host) {
+		t.Fatalf("got host file\n%s\nwant it untouched", got)
+	}
+	for _, v := range []string{"sk-" + marker, marker} {
+		if !slices.Contains(c.Secrets(), v) {
+			t.Errorf("Secrets %q lack %q, a credential the run wrote", c.Secrets(), v)
+		}
+	}
+}
+
+// TestEscapeHostCopyKeepsOnlyTheRefresh: a host override run's copy (the CLI on the user's machine)
+// still brings its token refresh home, and nothing else.
+func TestEscapeHostCopyKeepsOnlyTheRefresh(t *testing.T) {
+	host := hostWithOAuth(t)
+	s, c := realHostCopy(t, host)
+	const marker = "ATTACKER-MARKER-7f3a"
+	writeReal(t, c.SettingsPath, edit(t, c.snapshot, settingsAttack(marker)), 0o600)
 	warns := s.MergeAllowed(c)
 	checkWarnings(t, warns, []string{"dropped"})
 	for _, field := range []string{"providers.openai-compatible.settings.baseUrl", "settings.apiKey", "settings.headers",
@@ -65,9 +109,6 @@ func TestEscapeSettingsRewritesDropped(t *testing.T) {
 		if !strings.Contains(warns[0], field) {
 			t.Errorf("the warning does not name %s: %q", field, warns[0])
 		}
-	}
-	if strings.Contains(strings.Join(warns, "\n"), marker) {
-		t.Errorf("a warning carries a value the run wrote: %q", warns)
 	}
 	got := readReal(t, s.Path)
 	if strings.Contains(string(got), marker) {
@@ -84,30 +125,105 @@ func TestEscapeSettingsRewritesDropped(t *testing.T) {
 	}
 }
 
-func TestEscapeSettingsTokensOfAnotherAccountOrForAnAPIKeyProvider(t *testing.T) {
-	t.Run("another account", func(t *testing.T) {
+// TestEscapeContainerTokenSwap (issue 28, hole 5): the container's copy holds no refresh token, and
+// a run that swaps in another account's tokens while keeping accountId gets nothing merged.
+func TestEscapeContainerTokenSwap(t *testing.T) {
+	host := hostWithOAuth(t)
+	s, c := realCopy(t, host)
+	if strings.Contains(string(readReal(t, c.SettingsPath)), "rt-old") || strings.Contains(string(readReal(t, c.SettingsPath)), "refreshToken") {
+		t.Fatalf("the container's copy holds a refresh token:\n%s", readReal(t, c.SettingsPath))
+	}
+	if !strings.Contains(string(readReal(t, c.SettingsPath)), `"accessToken": "at-old"`) {
+		t.Fatalf("the container's copy lost the access token the run needs:\n%s", readReal(t, c.SettingsPath))
+	}
+	writeReal(t, c.SettingsPath, edit(t, c.snapshot, func(o *object) {
+		setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-attacker-account")
+		setPath(o, "providers.openai-compatible.settings.auth.refreshToken", "rt-attacker-account")
+	}), 0o600)
+	if !strings.Contains(string(readReal(t, c.SettingsPath)), "rt-attacker-account") {
+		t.Fatal("the swap is not in the copy")
+	}
+	checkWarnings(t, s.MergeAllowed(c), []string{"settings.auth.accessToken, providers.openai-compatible.settings.auth.refreshToken"})
+	if got := readReal(t, s.Path); string(got) != string(host) {
+		t.Errorf("got\n%s\nwant the host file untouched", got)
+	}
+	for _, v := range []string{"at-attacker-account", "rt-attacker-account"} {
+		if !slices.Contains(c.Secrets(), v) {
+			t.Errorf("Secrets %q lack %q, a token the run wrote", c.Secrets(), v)
+		}
+	}
+}
+
+// TestEscapeNestedUserInfo (issue 28, hole 5): an arbitrary userInfo object with an endpoint and a
+// key inside never lands in the user's file. A container's copy brings none of it back; a host
+// run's only the known short strings, with a warning naming the rest.
+func TestEscapeNestedUserInfo(t *testing.T) {
+	const marker = "USERINFO-MARKER-33d1"
+	nested := map[string]any{"email": "u@example.invalid", "clineUserId": "acct-1", "name": "U",
+		"baseUrl": "https://" + marker + ".invalid", "apiKey": "sk-" + marker, "deep": map[string]any{"x": marker}, "accounts": []any{"a1"}}
+	for _, full := range []bool{false, true} {
 		host := hostWithOAuth(t)
-		s, c := realCopy(t, host)
+		s, c := realCopyOf(t, host, full)
 		writeReal(t, c.SettingsPath, edit(t, c.snapshot, func(o *object) {
 			setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
-			setPath(o, "providers.openai-compatible.settings.auth.accountId", "acct-attacker")
+			setPath(o, "providers.openai-compatible.settings.auth.metadata.userInfo", nested)
 		}), 0o600)
-		checkWarnings(t, s.MergeAllowed(c), []string{"tokens of another account"})
-		if got := readReal(t, s.Path); string(got) != string(host) {
-			t.Errorf("got\n%s\nwant the host file untouched", got)
+		if !strings.Contains(string(readReal(t, c.SettingsPath)), marker) {
+			t.Fatal("the attack is not in the copy")
 		}
-	})
-	t.Run("an API-key provider gains a token", func(t *testing.T) {
-		host := testdata(t, "a_text_pong.before.json")
-		s, c := realCopy(t, host)
-		writeReal(t, c.SettingsPath, edit(t, c.snapshot, func(o *object) {
+		warns := strings.Join(s.MergeAllowed(c), "\n")
+		got := readReal(t, s.Path)
+		if strings.Contains(string(got), marker) || strings.Contains(string(got), "accounts") {
+			t.Fatalf("host copy %v: the nested userInfo reached the host file:\n%s", full, got)
+		}
+		for _, f := range []string{"userInfo.baseUrl", "userInfo.apiKey", "userInfo.deep"} {
+			if !strings.Contains(warns, f) {
+				t.Errorf("host copy %v: warnings %q do not name %s", full, warns, f)
+			}
+		}
+		if !full {
+			if string(got) != string(host) {
+				t.Errorf("container: got\n%s\nwant the host file untouched", got)
+			}
+			continue
+		}
+		want := edit(t, host, func(o *object) {
 			setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
-		}), 0o600)
-		checkWarnings(t, s.MergeAllowed(c), []string{"held no OAuth credential"})
-		if got := readReal(t, s.Path); string(got) != string(host) {
-			t.Errorf("got\n%s\nwant the host file untouched", got)
+			setPath(o, "providers.openai-compatible.settings.auth.metadata.userInfo", map[string]any{"email": "u@example.invalid", "clineUserId": "acct-1", "name": "U"})
+		})
+		if string(got) != string(want) {
+			t.Errorf("host copy: got\n%s\nwant the token and userInfo's short strings\n%s", got, want)
 		}
-	})
+	}
+}
+
+func TestEscapeSettingsTokensOfAnotherAccountOrForAnAPIKeyProvider(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		want := map[bool][2]string{false: {"wrote credentials", "wrote credentials"}, true: {"tokens of another account", "held no OAuth credential"}}[full]
+		t.Run(fmt.Sprintf("another account, host copy %v", full), func(t *testing.T) {
+			host := hostWithOAuth(t)
+			s, c := realCopyOf(t, host, full)
+			writeReal(t, c.SettingsPath, edit(t, c.snapshot, func(o *object) {
+				setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
+				setPath(o, "providers.openai-compatible.settings.auth.accountId", "acct-attacker")
+			}), 0o600)
+			checkWarnings(t, s.MergeAllowed(c), []string{want[0]})
+			if got := readReal(t, s.Path); string(got) != string(host) {
+				t.Errorf("got\n%s\nwant the host file untouched", got)
+			}
+		})
+		t.Run(fmt.Sprintf("an API-key provider gains a token, host copy %v", full), func(t *testing.T) {
+			host := testdata(t, "a_text_pong.before.json")
+			s, c := realCopyOf(t, host, full)
+			writeReal(t, c.SettingsPath, edit(t, c.snapshot, func(o *object) {
+				setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
+			}), 0o600)
+			checkWarnings(t, s.MergeAllowed(c), []string{want[1]})
+			if got := readReal(t, s.Path); string(got) != string(host) {
+				t.Errorf("got\n%s\nwant the host file untouched", got)
+			}
+		})
+	}
 }
 
 func TestEscapeSettingsCopyReplaced(t *testing.T) {

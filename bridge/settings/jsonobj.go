@@ -72,11 +72,27 @@ func (o *object) del(k string) {
 // errNotObject says the file parsed as JSON but is not an object.
 var errNotObject = errors.New("top level is not a JSON object")
 
-// parseObject parses a whole document whose top level must be an object. Errors carry offsets, never content.
+// maxDepth bounds how deeply objects and arrays nest in a settings document. A providers.json
+// nests six levels (providers.<id>.settings.auth.metadata.userInfo); a run's copy of 4 MiB of "["
+// must not overflow the stack of the server that reads it (issue 28, hole 3).
+const maxDepth = 256
+
+// errTooDeep is a document nested deeper than maxDepth.
+var errTooDeep = fmt.Errorf("nested deeper than %d levels", maxDepth)
+
+// parseObject parses a whole document whose top level must be an object. It is the only JSON
+// reader of settings files and copies: a document over maxFileSize or nested deeper than maxDepth
+// is refused before anything is built from it. Errors carry offsets, never content.
 func parseObject(data []byte) (*object, error) {
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("over the %d byte limit", maxFileSize)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := parseValue(dec)
+	v, err := parseValue(dec, 1)
+	if errors.Is(err, errTooDeep) {
+		return nil, fmt.Errorf("invalid JSON: %w (near byte %d)", err, dec.InputOffset())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON near byte %d", dec.InputOffset())
 	}
@@ -90,13 +106,17 @@ func parseObject(data []byte) (*object, error) {
 	return o, nil
 }
 
-func parseValue(dec *json.Decoder) (any, error) {
+// parseValue reads one value whose containers sit at depth (the top level is 1).
+func parseValue(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth > maxDepth {
+			return nil, errTooDeep
+		}
 		switch t {
 		case '{':
 			o := newObject()
@@ -109,7 +129,7 @@ func parseValue(dec *json.Decoder) (any, error) {
 				if !ok {
 					return nil, errors.New("object key is not a string")
 				}
-				v, err := parseValue(dec)
+				v, err := parseValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -120,7 +140,7 @@ func parseValue(dec *json.Decoder) (any, error) {
 		case '[':
 			arr := []any{}
 			for dec.More() {
-				v, err := parseValue(dec)
+				v, err := parseValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}

@@ -5,71 +5,84 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
-
-	"github.com/spf13/afero"
 )
 
-// refreshFields are the only values MergeAllowed brings back from a run's settings copy:
-// what the Cline CLI writes when it refreshes an OAuth token during a run. Its token manager
+// refreshFields are the only values MergeAllowed brings back, and only from a host run's copy
+// (HostCopy: the CLI on the user's own machine, which holds the refresh token anyway): what the
+// Cline CLI writes when it refreshes an OAuth token during a run. Its token manager
 // (sdk/packages/core/src/runtime/orchestration/runtime-oauth-token-manager.ts in cline/cline)
 // saves the result of saveOAuthCredentials (sdk/packages/core/src/auth/provider-auth-registry.ts):
 // providers[id].settings.auth = {...auth, accessToken, refreshToken, accountId, expiresAt,
 // metadata: {...metadata, ...new}}, with the block's updatedAt and tokenSource "oauth" and
 // setLastUsed false. The metadata keys are those the refreshes of the cline, oca and openai-codex
 // providers write (auth/cline.ts, auth/oca.ts, auth/codex.ts) minus "provider" and "mode", which
-// pick where the next refresh goes and never change in a refresh. The README lists them.
+// pick where the next refresh goes and never change in a refresh; userInfo only as its known short
+// string members (userInfoFields), never as an object. A container's copy brings nothing back: it
+// never held a refresh token (PrivateCopy), so a changed token there is not a refresh, and a swap
+// to another account's tokens cannot be told from one. The README lists them.
 var refreshFields = map[string]valueKind{
-	"settings.auth.accessToken":                 kindString,
-	"settings.auth.refreshToken":                kindString,
-	"settings.auth.expiresAt":                   kindInt,
-	"settings.auth.accountId":                   kindString,
-	"settings.auth.metadata.tokenType":          kindString,
-	"settings.auth.metadata.userInfo":           kindObject,
-	"settings.auth.metadata.subject":            kindString,
-	"settings.auth.metadata.idToken":            kindString,
-	"settings.auth.metadata.sessionStartedAtMs": kindInt,
+	"settings.auth.accessToken":                   kindToken,
+	"settings.auth.refreshToken":                  kindToken,
+	"settings.auth.expiresAt":                     kindInt,
+	"settings.auth.accountId":                     kindShort,
+	"settings.auth.metadata.tokenType":            kindShort,
+	"settings.auth.metadata.userInfo.subject":     kindShortOrNull,
+	"settings.auth.metadata.userInfo.email":       kindShortOrNull,
+	"settings.auth.metadata.userInfo.name":        kindShortOrNull,
+	"settings.auth.metadata.userInfo.clineUserId": kindShortOrNull,
+	"settings.auth.metadata.subject":              kindShort,
+	"settings.auth.metadata.idToken":              kindToken,
+	"settings.auth.metadata.sessionStartedAtMs":   kindInt,
 }
+
+// quietDrops are changes an honest refresh makes that are not kept, without a warning: the
+// accounts list the Cline API adds to userInfo.
+var quietDrops = []string{"settings.auth.metadata.userInfo.accounts"}
 
 type valueKind int
 
 const (
-	kindString valueKind = iota
-	kindInt
-	kindObject
+	kindToken       valueKind = iota // a string up to maxRefreshValue
+	kindShort                        // a string up to maxShortValue
+	kindShortOrNull                  // the same, or null
+	kindInt                          // a positive integer
 )
 
-// maxRefreshValue bounds a merged string (tokens are a few KiB).
-const maxRefreshValue = 64 << 10
+// maxRefreshValue bounds a merged token (JWTs are a few KiB).
+const maxRefreshValue = 16 << 10
 
 func (k valueKind) accepts(v any) bool {
 	switch k {
-	case kindString:
+	case kindToken:
 		s, ok := v.(string)
 		return ok && len(s) <= maxRefreshValue
+	case kindShort:
+		s, ok := v.(string)
+		return ok && len(s) <= maxShortValue
+	case kindShortOrNull:
+		s, ok := v.(string)
+		return v == nil || (ok && len(s) <= maxShortValue)
 	case kindInt:
 		n, ok := v.(json.Number)
 		i, err := n.Int64()
 		return ok && err == nil && i > 0
-	case kindObject:
-		_, ok := v.(*object)
-		return ok
 	}
 	return false
 }
 
 // MergeAllowed is the only way back from a run's private settings copy (PrivateCopy for a
 // container, HostCopy for a host override run) into the user's file: it crosses the trust boundary
-// with the pre-run copy as the base and refreshFields as the allow-list. It keeps only refreshed OAuth credentials of providers that were in the copy before the
-// run and already held an OAuth credential then; when the copy recorded an accountId, the new
-// tokens must be for the same account. Everything else the container changed — baseUrl, apiKey,
+// with the pre-run copy as the base and refreshFields as the allow-list. From a container's copy
+// it keeps nothing: every credential the container wrote is dropped with a warning naming the
+// fields. From a host run's copy it keeps only refreshed OAuth credentials of providers that were
+// in the copy before the run and already held an OAuth credential then; when the copy recorded an
+// accountId, the new tokens must be for the same account. Either way the credential values the copy
+// holds afterwards become the copy's Secrets, for the call to redact. Everything else the run changed — baseUrl, apiKey,
 // headers, a new provider, lastUsedProvider, any unknown field — is dropped with one warning that
 // names the fields, never their values. The writes an honest run makes (lastUsedProvider and the
 // target's model/reasoning for an override, updatedAt, a stub block for -P) are dropped silently,
@@ -102,22 +115,31 @@ func (s *Store) mergeAllowed(c *Copy, held bool) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("settings: %s left an unusable settings copy (%v); nothing merged back into %s", c.runName(), err, s.Path)}
 	}
+	c.secrets = append(c.secrets, credentialValues(cp)...)
 	snap := newObject()
 	if c.existed {
 		if snap, err = parseObject(c.snapshot); err != nil {
 			return []string{fmt.Sprintf("settings: the private copy made for %s is not usable (%v); nothing merged back", c.runName(), err)}
 		}
 	}
-	m := &merger{target: c.Target, fresh: !c.existed}
+	m := &merger{target: c.Target, fresh: !c.existed, container: !c.host}
 	m.diffTop(snap, cp)
 
 	var warns []string
 	if lost := lostProviders(snap, cp); len(lost) > 0 {
 		warns = append(warns, fmt.Sprintf("settings: Cline dropped provider(s) %s from its private copy during the run (one entry probably fails its schema); %s keeps them", strings.Join(lost, ", "), s.Path))
 	}
+	if len(m.creds) > 0 {
+		warns = append(warns, fmt.Sprintf("settings: the container wrote credentials into its settings copy (%s); nothing about credentials comes back from a container (it never held a refresh token), so they were dropped and %s keeps its own",
+			strings.Join(firstN(m.creds, 10), ", "), s.Path))
+	}
 	if len(m.dropped) > 0 {
-		warns = append(warns, fmt.Sprintf("settings: the run changed %s in its private settings copy; only refreshed OAuth credentials are merged back into %s, so these were dropped",
-			strings.Join(firstN(m.dropped, 10), ", "), s.Path))
+		keep := "only refreshed OAuth credentials are merged back into " + s.Path
+		if m.container {
+			keep = "nothing of a container's copy is merged back into " + s.Path
+		}
+		warns = append(warns, fmt.Sprintf("settings: the run changed %s in its private settings copy; %s, so these were dropped",
+			strings.Join(firstN(m.dropped, 10), ", "), keep))
 	}
 	if len(m.merges) == 0 {
 		return warns
@@ -146,10 +168,12 @@ func (s *Store) mergeAllowed(c *Copy, held bool) []string {
 
 // merger sorts the run's changes into allowed merges and dropped field names.
 type merger struct {
-	target  string
-	fresh   bool // the copy started without a providers.json: the CLI writes its skeleton
-	merges  []merge
-	dropped []string
+	target    string
+	fresh     bool // the copy started without a providers.json: the CLI writes its skeleton
+	container bool // a container's copy: no credential comes back
+	merges    []merge
+	dropped   []string
+	creds     []string // credential fields a container wrote, dropped
 }
 
 // merge is one allowed value for providers[id] at path (dotted, below the block).
@@ -161,13 +185,17 @@ type merge struct {
 
 // drop records a field the merge leaves out. Names come from the run's copy, so odd ones
 // (control characters, very long) are quoted and cut: a warning names a field, nothing more.
-func (m *merger) drop(path string) {
+func (m *merger) drop(path string) { m.dropped = appendName(m.dropped, path) }
+
+// appendName adds a field name (quoted and cut like drop's) unless it is there already.
+func appendName(names []string, path string) []string {
 	if len(path) > 160 || strings.IndexFunc(path, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 		path = strconv.Quote(truncate(path, 160))
 	}
-	if !slices.Contains(m.dropped, path) {
-		m.dropped = append(m.dropped, path)
+	if slices.Contains(names, path) {
+		return names
 	}
+	return append(names, path)
 }
 
 func truncate(s string, n int) string {
@@ -265,6 +293,9 @@ func (m *merger) diffBlock(id string, sb, cb *object) {
 	for _, c := range changed {
 		kind, isRefresh := refreshFields[c.path]
 		switch {
+		case m.container && (isRefresh || credentialPath(c.path)):
+			m.creds = appendName(m.creds, prefix+c.path)
+		case slices.Contains(quietDrops, c.path):
 		case isRefresh && oauthBefore && sameAccount && kind.accepts(c.val):
 			allowed = append(allowed, c)
 		case isRefresh && !oauthBefore:
@@ -398,107 +429,6 @@ func stub(block *object) bool {
 		}
 	}
 	return true
-}
-
-// errCopyFile is a settings copy that is not a plain regular file.
-var errCopyFile = errors.New("not a regular file")
-
-// read returns the run's providers.json from the copy. Every path component below Dir is checked with
-// Lstat first: a symlink anywhere (settings/ or providers.json), a FIFO, a socket or a device is
-// refused, and so is a file over maxFileSize. On the real file system the read goes through an
-// os.Root at Dir, opened without blocking, and must be the very file that was checked.
-func (c *Copy) read() ([]byte, error) {
-	rel := []string{filepath.Base(filepath.Dir(c.SettingsPath)), filepath.Base(c.SettingsPath)}
-	if _, ok := c.fs.(*afero.OsFs); !ok {
-		return c.readFS(rel)
-	}
-	root, err := os.OpenRoot(c.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	dir, err := root.Lstat(rel[0])
-	if err != nil {
-		return nil, err
-	}
-	if !dir.IsDir() {
-		return nil, fmt.Errorf("%s: %w (the settings dir was replaced)", rel[0], errCopyFile)
-	}
-	name := filepath.Join(rel...)
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkCopyFile(name, fi); err != nil {
-		return nil, err
-	}
-	f, err := root.OpenFile(name, os.O_RDONLY|openNonblock, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
-		return nil, fmt.Errorf("%s: replaced while it was opened", name)
-	}
-	return readCapped(f, name)
-}
-
-// readFS is read for other afero file systems (tests): the same checks without os.Root.
-func (c *Copy) readFS(rel []string) ([]byte, error) {
-	lstat := func(p string) (fs.FileInfo, error) {
-		if l, ok := c.fs.(afero.Lstater); ok {
-			fi, _, err := l.LstatIfPossible(p)
-			return fi, err
-		}
-		return c.fs.Stat(p)
-	}
-	dir, err := lstat(filepath.Join(c.Dir, rel[0]))
-	if err != nil {
-		return nil, err
-	}
-	if !dir.IsDir() {
-		return nil, fmt.Errorf("%s: %w (the settings dir was replaced)", rel[0], errCopyFile)
-	}
-	fi, err := lstat(c.SettingsPath)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkCopyFile(filepath.Join(rel...), fi); err != nil {
-		return nil, err
-	}
-	f, err := c.fs.Open(c.SettingsPath)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return readCapped(f, filepath.Join(rel...))
-}
-
-func checkCopyFile(name string, fi fs.FileInfo) error {
-	if !fi.Mode().IsRegular() {
-		kind := "a " + fi.Mode().Type().String()
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			kind = "a symlink"
-		} else if fi.Mode()&fs.ModeNamedPipe != 0 {
-			kind = "a FIFO"
-		}
-		return fmt.Errorf("%s: %w (%s)", name, errCopyFile, kind)
-	}
-	if fi.Size() > maxFileSize {
-		return fmt.Errorf("%s: over the %d byte limit", name, maxFileSize)
-	}
-	return nil
-}
-
-func readCapped(r io.Reader, name string) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("read %s: over the %d byte limit", name, maxFileSize)
-	}
-	return data, nil
 }
 
 // blockSettings is a provider block's settings object (nil when there is none).

@@ -73,7 +73,7 @@ func TestMergeAllowed(t *testing.T) {
 				wiped, _ := parseObject(testdata(t, "o_invalid_providers_json_entry.after.json"))
 				*o = *wiped
 			},
-			wantWarn: []string{"dropped provider(s) lmstudio from its private copy", "changed lastUsedProvider"},
+			wantWarn: []string{"lmstudio from its private copy", "changed lastUsedProvider"},
 		},
 		{
 			name: "provider removed from the host meanwhile stays removed", host: withOAuth, ov: native,
@@ -96,7 +96,7 @@ func TestMergeAllowed(t *testing.T) {
 			if tt.host != nil {
 				put(t, s, tt.host)
 			}
-			c, err := s.PrivateCopy("", tt.ov)
+			c, err := s.HostCopy("", tt.ov)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestMergeAllowedUnusableFiles(t *testing.T) {
 	t.Run("host unparseable at merge time", func(t *testing.T) {
 		s, _ := memStore(t)
 		put(t, s, edit(t, pong, oauth("openai-compatible", "at-old", "rt-old", 1)))
-		c, err := s.PrivateCopy("", Override{})
+		c, err := s.HostCopy("", Override{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/afero"
 )
 
-func realStore(t *testing.T) *Store {
+func realStore(t testing.TB) *Store {
 	t.Helper()
 	root := t.TempDir()
 	tmp := filepath.Join(root, "tmp")
@@ -20,7 +20,7 @@ func realStore(t *testing.T) *Store {
 	return &Store{FS: afero.NewOsFs(), Path: filepath.Join(root, "data", "settings", "providers.json"), TempDir: tmp}
 }
 
-func writeReal(t *testing.T, path string, data []byte, mode os.FileMode) {
+func writeReal(t testing.TB, path string, data []byte, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,9 @@ type Store struct {
 	GOOS     string                              // "" = runtime.GOOS; "windows" turns on the rename retry
 	Rename   func(oldpath, newpath string) error // nil = FS.Rename
 	TempDir  string                              // parent of private temp dirs; "" = os.TempDir()
+	// OAuth refreshes a sign-in on the host before a container run (EnsureFresh); the zero value
+	// uses the CLI's endpoints.
+	OAuth OAuth
 
 	mu    sync.Mutex
 	runs  rwLock              // default runs share it; a merge-back that writes holds it alone

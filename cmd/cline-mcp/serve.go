@@ -65,7 +65,10 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot), PoolSize: cfg.pool, PoolIdle: cfg.poolIdle,
 		Log: log.With("component", "worktree-pool")}
 	providers := settings.Path(os.Getenv, home)
-	store := &settings.Store{FS: afero.NewOsFs(), Path: providers, LockPath: settings.LockPath(providers)}
+	// The host refresh before a container run reads CLINE_API_BASE_URL and CLINE_ENVIRONMENT from
+	// the server's environment, as the CLI does.
+	store := &settings.Store{FS: afero.NewOsFs(), Path: providers, LockPath: settings.LockPath(providers),
+		OAuth: settings.OAuth{Getenv: os.Getenv}}
 	rc := run.Config{
 		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
 		Host:           &host.Executor{Track: life.TrackGroup},

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,7 @@ type Provider struct {
 	mu       sync.Mutex
 	respond  Responder
 	refresh  RefreshResponder
+	codex    RefreshResponder
 	requests []Request
 	chats    int
 	waiters  []waiter
@@ -122,6 +124,42 @@ func ClineRefresh(accessToken, refreshToken, accountID string) RefreshResponder 
 			"userInfo":     map[string]any{"clineUserId": accountID, "email": "fake@example.invalid"},
 		}}
 	}
+}
+
+// CodexTokenPath is where the openai-codex provider refreshes its OAuth token: the CLI posts the
+// form grant_type=refresh_token&refresh_token=…&client_id=… to https://auth.openai.com/oauth/token
+// (cline/cline sdk/packages/core/src/auth/codex.ts) and expects {access_token, refresh_token,
+// expires_in, id_token?}. A recorded request's Body holds the form's fields.
+const CodexTokenPath = "/oauth/token"
+
+// CodexRefresh answers every codex refresh with new tokens that expire in an hour; idToken ("" =
+// none) is where the CLI reads the ChatGPT account id.
+func CodexRefresh(accessToken, refreshToken, idToken string) RefreshResponder {
+	return func(Request) (int, any) {
+		body := map[string]any{"access_token": accessToken, "refresh_token": refreshToken, "expires_in": 3600, "token_type": "Bearer"}
+		if idToken != "" {
+			body["id_token"] = idToken
+		}
+		return http.StatusOK, body
+	}
+}
+
+// SetCodexRefresh installs the answer to CodexTokenPath (nil: 404).
+func (p *Provider) SetCodexRefresh(r RefreshResponder) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.codex = r
+}
+
+// Refreshes returns the recorded token refresh requests (RefreshPath and CodexTokenPath).
+func (p *Provider) Refreshes() []Request {
+	var out []Request
+	for _, r := range p.Requests() {
+		if r.Method == http.MethodPost && (r.Path == RefreshPath || r.Path == CodexTokenPath) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // SetRefresh installs the answer to RefreshPath (nil: 404, like any unknown path).
@@ -235,6 +273,13 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	if json.Unmarshal(raw, &body) == nil {
 		rec.Body = body
+	} else if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		if form, err := url.ParseQuery(string(raw)); err == nil {
+			rec.Body = map[string]any{}
+			for k := range form {
+				rec.Body[k] = form.Get(k)
+			}
+		}
 	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	isChat := r.Method == http.MethodPost && strings.HasSuffix(path, "/chat/completions")
@@ -243,7 +288,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Index = p.chats
 		p.chats++
 	}
-	respond, refresh := p.respond, p.refresh
+	respond, refresh, codex := p.respond, p.refresh, p.codex
 	p.requests = append(p.requests, rec)
 	n := p.chatCount()
 	kept := p.waiters[:0]
@@ -262,6 +307,9 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.answer(w, r, respond(rec.Index, rec), rec.Body)
 	case r.Method == http.MethodPost && path == RefreshPath && refresh != nil:
 		status, body := refresh(rec)
+		writeJSON(w, status, body, nil)
+	case r.Method == http.MethodPost && path == CodexTokenPath && codex != nil:
+		status, body := codex(rec)
 		writeJSON(w, status, body, nil)
 	case r.Method == http.MethodGet && strings.HasSuffix(path, "/models"):
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
