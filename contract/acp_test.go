@@ -112,6 +112,10 @@ func logSessionDir(t *testing.T, dataDir, id string) {
 			fi, _ := d.Info()
 			rel, _ := filepath.Rel(dataDir, p)
 			t.Logf("session file: %s (%d bytes)", rel, fi.Size())
+			if os.Getenv("CLINE_MCP_CONTRACT_WIRE") != "" {
+				b, _ := os.ReadFile(p)
+				t.Logf("%s:\n%s", rel, tail(string(b), 8000))
+			}
 		}
 		return nil
 	})

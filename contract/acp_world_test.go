@@ -103,6 +103,9 @@ func (w *acpWorld) agent(key string, opts acp.Options) *agentProc {
 	w.t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-p.exited
+		if os.Getenv("CLINE_MCP_CONTRACT_WIRE") != "" {
+			w.t.Logf("agent wire:\n%s", p.wire.String())
+		}
 		if w.t.Failed() {
 			w.t.Logf("agent stderr:\n%s", tail(p.stderr.String(), 4000))
 			w.t.Logf("agent wire:\n%s", tail(p.wire.String(), 12000))
