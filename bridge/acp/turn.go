@@ -48,6 +48,7 @@ type toolState struct {
 	name    string
 	started bool
 	ended   bool
+	vague   bool // ended failed without a reason yet
 }
 
 // turnState accumulates one turn. update runs on the SDK's notification goroutine, decide on
@@ -102,14 +103,14 @@ func (ts *turnState) update(u sdk.SessionUpdate) {
 		}
 	case u.ToolCall != nil:
 		tc := u.ToolCall
-		evs = ts.tool(evs, string(tc.ToolCallId), &tc.Title, string(tc.Status), tc.RawOutput)
+		evs = ts.tool(evs, string(tc.ToolCallId), &tc.Title, string(tc.Status), tc.RawOutput, false)
 	case u.ToolCallUpdate != nil:
 		tc := u.ToolCallUpdate
 		status := ""
 		if tc.Status != nil {
 			status = string(*tc.Status)
 		}
-		evs = ts.tool(evs, string(tc.ToolCallId), tc.Title, status, tc.RawOutput)
+		evs = ts.tool(evs, string(tc.ToolCallId), tc.Title, status, tc.RawOutput, true)
 	}
 	ts.mu.Unlock()
 	ts.emit(evs)
@@ -133,9 +134,15 @@ func (ts *turnState) textChunk(evs []cline.Event, txt, kind string) []cline.Even
 
 // tool handles tool_call and tool_call_update. Cline sends updates for an id before the
 // tool_call that creates it (ACP §7), so whichever names the tool first starts it, and a call
-// ends once, at its first failed/completed status.
-func (ts *turnState) tool(evs []cline.Event, id string, title *string, status string, out any) []cline.Event {
+// ends once, at its first failed/completed status; a later failed update with an output only
+// refines the error (a rejection: failed, then tool_call, then failed with the reason). A
+// pending tool_call_update with a title for an ended id is a new call that reuses the id.
+func (ts *turnState) tool(evs []cline.Event, id string, title *string, status string, out any, isUpdate bool) []cline.Event {
 	st := ts.tools[id]
+	if st != nil && st.ended && isUpdate && status == "pending" && title != nil {
+		st = nil
+		delete(ts.tools, id)
+	}
 	if st == nil {
 		if len(ts.tools) >= maxTracked {
 			return evs
@@ -161,14 +168,20 @@ func (ts *turnState) tool(evs []cline.Event, id string, title *string, status st
 		}
 		evs = append(evs, cline.Event{Type: "agent_event", EventType: "content_start", ContentType: "tool", ToolName: st.name, Iteration: ts.t.Iterations})
 	}
-	if st.ended || (status != "failed" && status != "completed") {
+	if st.ended {
+		if msg, failed := toolFailure(out); failed && status == "failed" && st.vague {
+			ts.t.Tools.LastToolError, st.vague = capTo(msg, 512), false
+		}
+		return evs
+	}
+	if status != "failed" && status != "completed" {
 		return evs
 	}
 	st.ended = true
 	ts.needIter = true
 	msg, failed := toolFailure(out)
 	if status == "failed" && !failed {
-		failed, msg = true, "the tool call failed"
+		failed, msg, st.vague = true, "the tool call failed", true
 	}
 	name := orUnknown(st.name)
 	if failed {

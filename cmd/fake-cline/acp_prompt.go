@@ -27,6 +27,7 @@ type acpRun struct {
 	tools   *session // the --json fake's tool runner, bound to the session's cwd
 	waited  bool
 	rejects int // rejected calls in a row
+	calls   int // responses with tool calls so far (unique ids)
 }
 
 func (a *acpAgent) prompt(params json.RawMessage) (any, *rpcErr) {

@@ -35,10 +35,11 @@ func acpTitle(c call) string {
 // stopReason when the prompt ends here ("cancelled" after a cancel or five rejections in a row).
 func (r *acpRun) runCalls(calls []call) string {
 	base := time.Now().UnixMilli() % 100000
+	r.calls++
 	ids := make([]string, len(calls))
 	answers := make([]string, len(calls)) // allow | reject | cancelled
 	for i, c := range calls {
-		ids[i] = fmt.Sprintf("call_fake_%05d_%d", base+int64(i), i)
+		ids[i] = fmt.Sprintf("call_fake_%05d%d_%d", base, r.calls, i)
 		pending := obj{{"toolCallId", ids[i]}, {"title", acpTitle(c)}, {"kind", acpKind(c.tool)}, {"status", "pending"}, {"rawInput", c.input()}}
 		r.s.a.notify(r.s.id, append(pending, kv{"sessionUpdate", "tool_call_update"}))
 		answers[i] = r.ask(pending)
