@@ -50,6 +50,7 @@ type Conn struct {
 	opts  Options
 	stdin io.Writer
 	sdk   *sdk.ClientSideConnection
+	gate  *gate
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -80,9 +81,10 @@ func New(stdin io.Writer, stdout io.Reader, opts Options) *Conn {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Conn{opts: opts, stdin: stdin, sessions: map[string]*Session{}}
-	c.sdk = sdk.NewClientSideConnection(&handler{c: c}, stdin, stdout)
+	c := &Conn{opts: opts, stdin: stdin, sessions: map[string]*Session{}, gate: newGate(stdout)}
+	c.sdk = sdk.NewClientSideConnection(&handler{c: c}, stdin, c.gate)
 	c.sdk.SetLogger(logger)
+	go func() { <-c.sdk.Done(); c.gate.shut() }()
 	return c
 }
 

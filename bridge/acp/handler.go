@@ -17,6 +17,7 @@ var errNotOffered = errors.New("cline-mcp does not offer this method")
 type handler struct{ c *Conn }
 
 func (h *handler) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	defer h.c.gate.release()
 	if s := h.c.session(string(n.SessionId)); s != nil {
 		s.update(n.Update)
 	}

@@ -162,10 +162,11 @@ func (s *Session) Prompt(ctx context.Context, text string, onEvent func(cline.Ev
 		s.turn = nil
 		s.mu.Unlock()
 	}()
+	ts.start()
+	defer ts.finish()
 	ts.mu.Lock()
-	first := ts.iteration()
+	ts.push([]cline.Event{ts.iteration()})
 	ts.mu.Unlock()
-	ts.emit([]cline.Event{first})
 
 	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer pcancel()
@@ -193,6 +194,8 @@ func (s *Session) Prompt(ctx context.Context, text string, onEvent func(cline.Ev
 	}
 	t.StopReason = capTo(string(r.resp.StopReason), 64)
 	s.c.emitEnd(ts, t)
+	ts.finish()
+	t.DroppedEvents = ts.snapshot().DroppedEvents
 	return t, nil
 }
 

@@ -27,6 +27,8 @@ type Turn struct {
 	Rejected []Rejection
 	// Cancelled / TimedOut: the turn's ctx ended (cancel / deadline) and the engine stopped it.
 	Cancelled, TimedOut bool
+	// DroppedEvents counts progress events not delivered because onEvent fell behind.
+	DroppedEvents int
 }
 
 // Rejection is one tool call the policy rejected.
@@ -49,13 +51,16 @@ type toolState struct {
 	started bool
 	ended   bool
 	vague   bool // ended failed without a reason yet
+	called  bool // its tool_call arrived: the execution phase (after the permission phase)
 }
 
 // turnState accumulates one turn. update runs on the SDK's notification goroutine, decide on
-// request goroutines, Prompt on the caller's: everything is under mu, and onEvent is called
-// without it.
+// request goroutines, Prompt on the caller's: everything is under mu, and onEvent runs on a
+// delivery goroutine of its own, in order.
 type turnState struct {
-	onEvent func(cline.Event)
+	onEvent   func(cline.Event)
+	evCh      chan cline.Event
+	delivered chan struct{}
 
 	mu        sync.Mutex
 	t         Turn
@@ -64,19 +69,63 @@ type turnState struct {
 	tools     map[string]*toolState
 	cancelled bool
 	cancelCh  chan struct{}
+	closed    bool // no more events
 }
 
 func newTurnState(id string, onEvent func(cline.Event)) *turnState {
 	return &turnState{onEvent: onEvent, t: Turn{SessionID: id}, tools: map[string]*toolState{}, cancelCh: make(chan struct{})}
 }
 
-func (ts *turnState) emit(evs []cline.Event) {
+// maxQueued bounds the events waiting for onEvent; beyond it events are dropped (and counted),
+// so a slow onEvent never stalls the SDK's notification queue, which drops the whole connection
+// when 1024 notifications wait.
+const maxQueued = 1024
+
+// start runs the delivery of events to onEvent on its own goroutine.
+func (ts *turnState) start() {
 	if ts.onEvent == nil {
 		return
 	}
-	for _, e := range evs {
-		ts.onEvent(e)
+	ts.evCh, ts.delivered = make(chan cline.Event, maxQueued), make(chan struct{})
+	go func() {
+		defer close(ts.delivered)
+		for e := range ts.evCh {
+			ts.onEvent(e)
+		}
+	}()
+}
+
+// finish stops accepting events and waits until onEvent has seen every queued one.
+func (ts *turnState) finish() {
+	ts.mu.Lock()
+	if !ts.closed && ts.evCh != nil {
+		close(ts.evCh)
 	}
+	ts.closed = true
+	ts.mu.Unlock()
+	if ts.delivered != nil {
+		<-ts.delivered
+	}
+}
+
+// push queues events without blocking (caller holds mu).
+func (ts *turnState) push(evs []cline.Event) {
+	if ts.evCh == nil || ts.closed {
+		return
+	}
+	for _, e := range evs {
+		select {
+		case ts.evCh <- e:
+		default:
+			ts.t.DroppedEvents++
+		}
+	}
+}
+
+func (ts *turnState) emit(evs []cline.Event) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.push(evs)
 }
 
 // iteration starts the next iteration (caller holds mu) and returns its event.
@@ -112,8 +161,8 @@ func (ts *turnState) update(u sdk.SessionUpdate) {
 		}
 		evs = ts.tool(evs, string(tc.ToolCallId), tc.Title, status, tc.RawOutput, true)
 	}
+	ts.push(evs)
 	ts.mu.Unlock()
-	ts.emit(evs)
 }
 
 func (ts *turnState) textChunk(evs []cline.Event, txt, kind string) []cline.Event {
@@ -168,17 +217,23 @@ func (ts *turnState) tool(evs []cline.Event, id string, title *string, status st
 		}
 		evs = append(evs, cline.Event{Type: "agent_event", EventType: "content_start", ContentType: "tool", ToolName: st.name, Iteration: ts.t.Iterations})
 	}
+	if !isUpdate {
+		st.called = true
+	}
+	terminal := status == "failed" || status == "completed"
+	if terminal && st.called {
+		ts.needIter = true // the call's result goes back to the model: a new iteration follows
+	}
 	if st.ended {
 		if msg, failed := toolFailure(out); failed && status == "failed" && st.vague {
 			ts.t.Tools.LastToolError, st.vague = capTo(msg, 512), false
 		}
 		return evs
 	}
-	if status != "failed" && status != "completed" {
+	if !terminal {
 		return evs
 	}
 	st.ended = true
-	ts.needIter = true
 	msg, failed := toolFailure(out)
 	if status == "failed" && !failed {
 		failed, msg, st.vague = true, "the tool call failed", true
