@@ -54,7 +54,7 @@ lint:
 ## fuzz: every fuzz target for FUZZTIME each (CI: a short bounded run; locally e.g. FUZZTIME=10m)
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./bridge/redact:FuzzRedact ./bridge/cline:FuzzParser ./bridge/mcpserver:FuzzToolArguments \
-	./bridge/settings:FuzzSettingsRestoreMerge
+	./bridge/settings:FuzzSettingsRestoreMerge ./bridge/acp:FuzzStream
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \

@@ -95,9 +95,11 @@ func (c *Conn) Done() <-chan struct{} { return c.sdk.Done() }
 // another protocol version. The client advertises no fs or terminal capability: the CLI never
 // uses them (ACP §5) and the engine would refuse them.
 func (c *Conn) Initialize(ctx context.Context) (AgentInfo, error) {
-	resp, err := c.sdk.Initialize(ctx, sdk.InitializeRequest{
-		ProtocolVersion: ProtocolVersion,
-		ClientInfo:      &sdk.Implementation{Name: c.opts.ClientName, Version: c.opts.ClientVersion},
+	resp, err := call(ctx, func(ctx context.Context) (sdk.InitializeResponse, error) {
+		return c.sdk.Initialize(ctx, sdk.InitializeRequest{
+			ProtocolVersion: ProtocolVersion,
+			ClientInfo:      &sdk.Implementation{Name: c.opts.ClientName, Version: c.opts.ClientVersion},
+		})
 	})
 	if err != nil {
 		return AgentInfo{}, c.wrap("initialize", err)
@@ -122,7 +124,9 @@ func (c *Conn) NewSession(ctx context.Context, cwd string, policy Policy) (*Sess
 	if err := c.needReady("session/new"); err != nil {
 		return nil, err
 	}
-	resp, err := c.sdk.NewSession(ctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
+	resp, err := call(ctx, func(ctx context.Context) (sdk.NewSessionResponse, error) {
+		return c.sdk.NewSession(ctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
+	})
 	if err != nil {
 		return nil, c.wrap("session/new", err)
 	}
@@ -163,7 +167,9 @@ func (c *Conn) LoadSession(ctx context.Context, id, cwd string, policy Policy) (
 	c.mu.Lock()
 	c.sessions[id] = s
 	c.mu.Unlock()
-	_, err := c.sdk.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: cwd, McpServers: []sdk.McpServer{}})
+	_, err := call(ctx, func(ctx context.Context) (sdk.LoadSessionResponse, error) {
+		return c.sdk.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: cwd, McpServers: []sdk.McpServer{}})
+	})
 	s.mu.Lock()
 	s.loading = false
 	s.mu.Unlock()
@@ -216,6 +222,28 @@ func (c *Conn) forget(id string) {
 	c.mu.Lock()
 	delete(c.sessions, id)
 	c.mu.Unlock()
+}
+
+// call runs one SDK request but returns when ctx ends even if the request is stuck writing to an
+// agent that stopped reading its stdin (the SDK's write ignores ctx). The stuck goroutine ends
+// when Close closes stdin; a caller whose ctx ended should Close (and kill) the agent.
+func call[T any](ctx context.Context, fn func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // wrap turns an SDK error into the engine's: a JSON-RPC error of the agent stays an *RPCError;

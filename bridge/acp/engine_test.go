@@ -285,3 +285,27 @@ func TestFloodNeverHangs(t *testing.T) {
 	}
 	t.Logf("flood: %d progress events dropped by the slow onEvent", r.turn.DroppedEvents)
 }
+
+// TestAgentNotReading: an agent that stops reading its stdin blocks the SDK's writes, which do
+// not heed ctx; every call still returns when its ctx ends, and Close ends the stuck writes.
+func TestAgentNotReading(t *testing.T) {
+	a := newPipeAgent(t, acp.Options{CancelGrace: 100 * time.Millisecond, CloseGrace: 100 * time.Millisecond})
+	s := a.handshake("1_h_cli", nil)
+	a.lines = nil // from here on nobody reads what the engine writes
+	deadline := func() context.Context {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	if err := s.SetModel(deadline(), "m"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("set model: got %v, want the deadline", err)
+	}
+	if _, err := a.conn.NewSession(deadline(), "/w", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("session/new: got %v, want the deadline", err)
+	}
+	done := promptAsync(deadline(), s, "go", nil)
+	r := wait(t, done)
+	if !r.turn.TimedOut || r.err == nil {
+		t.Errorf("prompt: got %+v, %v; want a timed-out turn with an error", r.turn, r.err)
+	}
+}

@@ -88,15 +88,20 @@ func (g *gate) line() ([]byte, error) {
 
 // admit decides whether a line goes to the SDK, and waits for room for a session/update.
 func (g *gate) admit(line []byte) bool {
+	// The SDK's own message shape, so a line this parse accepts is one the SDK accepts, and
+	// "id":null counts as no id, as it does there.
 	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
+		JSONRPC string            `json:"jsonrpc"`
+		ID      *json.RawMessage  `json:"id,omitempty"`
+		Method  string            `json:"method,omitempty"`
+		Params  json.RawMessage   `json:"params,omitempty"`
+		Result  json.RawMessage   `json:"result,omitempty"`
+		Error   *sdk.RequestError `json:"error,omitempty"`
 	}
 	if json.Unmarshal(line, &m) != nil {
 		return false
 	}
-	if m.Method == "" || len(m.ID) > 0 {
+	if m.Method == "" || m.ID != nil {
 		return true // responses and requests: the SDK answers or matches them
 	}
 	if m.Method != sdk.ClientMethodSessionUpdate {

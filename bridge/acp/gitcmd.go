@@ -17,6 +17,9 @@ var gitOptsWithValue = []string{"-c", "-C", "--git-dir", "--work-tree", "--names
 // wrappers run their arguments as a command.
 var wrappers = []string{"env", "command", "exec", "nohup", "sudo", "time", "nice", "xargs", "builtin", "doas", "stdbuf", "timeout"}
 
+// runners are the commands whose arguments this check understands.
+var runners = []string{"git", "sh", "bash", "dash", "zsh", "eval"}
+
 // maxDepth bounds nested `sh -c` parsing.
 const maxDepth = 4
 
@@ -58,11 +61,17 @@ func commitCall(args []*syntax.Word, depth int) string {
 		words[i], lits[i] = wordText(w)
 	}
 	i := 0
-	for i < len(words) && lits[i] && slices.Contains(wrappers, path.Base(words[i])) {
-		i++
-		for i < len(words) && lits[i] && (strings.HasPrefix(words[i], "-") || strings.Contains(words[i], "=")) {
-			i++ // options and VAR=value of the wrapper
+	if len(words) > 0 && lits[0] && slices.Contains(wrappers, path.Base(words[0])) {
+		// env, sudo -u me, xargs -0 …: whatever runs is one of the later words; check from
+		// each one that names a git or a shell (a wrapper's option values are never those).
+		for j := 1; j < len(words); j++ {
+			if lits[j] && slices.Contains(runners, path.Base(words[j])) {
+				if why := commitCall(args[j:], depth); why != "" {
+					return why
+				}
+			}
 		}
+		return ""
 	}
 	if i >= len(words) {
 		return ""

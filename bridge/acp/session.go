@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -52,9 +51,11 @@ func (s *Session) History() []Message {
 // SetModel selects the model for the next turns (session/set_config_option configId "model";
 // the CLI takes any string, ACP §1).
 func (s *Session) SetModel(ctx context.Context, model string) error {
-	_, err := s.c.sdk.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
-		SessionId: sdk.SessionId(s.id), ConfigId: "model", Value: sdk.SessionConfigValueId(model),
-	}})
+	_, err := call(ctx, func(ctx context.Context) (sdk.SetSessionConfigOptionResponse, error) {
+		return s.c.sdk.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+			SessionId: sdk.SessionId(s.id), ConfigId: "model", Value: sdk.SessionConfigValueId(model),
+		}})
+	})
 	if err != nil {
 		return s.c.wrap("session/set_config_option model", err)
 	}
@@ -204,8 +205,8 @@ func (s *Session) Prompt(ctx context.Context, text string, onEvent func(cline.Ev
 // then it waits CancelGrace for the prompt's answer; without one it closes stdin and reports
 // ErrUnresponsive when the stream does not end either.
 func (s *Session) stop(ts *turnState, done <-chan promptResult, pcancel context.CancelFunc) promptResult {
-	grace := time.NewTimer(s.c.opts.CancelGrace)
-	defer grace.Stop()
+	grace, cancelGrace := context.WithTimeout(context.Background(), s.c.opts.CancelGrace)
+	defer cancelGrace()
 	sent := make(chan struct{})
 	go func() {
 		_ = s.c.sdk.Cancel(context.Background(), sdk.CancelNotification{SessionId: sdk.SessionId(s.id)})
@@ -213,13 +214,13 @@ func (s *Session) stop(ts *turnState, done <-chan promptResult, pcancel context.
 	}()
 	select {
 	case <-sent:
-	case <-grace.C:
+	case <-grace.Done():
 	}
 	ts.cancel()
 	select {
 	case r := <-done:
 		return r
-	case <-grace.C:
+	case <-grace.Done():
 	}
 	err := s.c.Close()
 	pcancel()
