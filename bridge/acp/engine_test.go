@@ -97,8 +97,9 @@ func TestInvalidSessionIDFromAgent(t *testing.T) {
 // turn ends with the agent's stopReason.
 func TestCancelOrder(t *testing.T) {
 	a := newPipeAgent(t, acp.Options{})
-	policyCtxDone := make(chan struct{})
+	policyCtxDone, asked := make(chan struct{}), make(chan struct{})
 	s := a.handshake("1_a_cli", func(ctx context.Context, _ acp.ToolCall) acp.Decision {
+		close(asked)
 		<-ctx.Done()
 		close(policyCtxDone)
 		return acp.Decision{Allow: true}
@@ -107,7 +108,7 @@ func TestCancelOrder(t *testing.T) {
 	done := promptAsync(ctx, s, "go", nil)
 	prompt := a.expect("session/prompt")
 	a.send(`{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"sessionId":"1_a_cli","toolCall":{"toolCallId":"c1","title":"editor: {}","kind":"edit","status":"pending"},"options":[{"optionId":"allow_once","name":"Allow","kind":"allow_once"},{"optionId":"reject_once","name":"Reject","kind":"reject_once"}]}}`)
-	time.Sleep(50 * time.Millisecond) // the policy is now waiting
+	<-asked // the policy is now waiting
 	cancel()
 	if m := a.expect("session/cancel"); m["params"].(map[string]any)["sessionId"] != "1_a_cli" {
 		t.Errorf("got %v", m)
@@ -291,7 +292,7 @@ func TestFloodNeverHangs(t *testing.T) {
 func TestAgentNotReading(t *testing.T) {
 	a := newPipeAgent(t, acp.Options{CancelGrace: 100 * time.Millisecond, CloseGrace: 100 * time.Millisecond})
 	s := a.handshake("1_h_cli", nil)
-	a.lines = nil // from here on nobody reads what the engine writes
+	close(a.stalled) // from here on nobody reads what the engine writes
 	deadline := func() context.Context {
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 		t.Cleanup(cancel)

@@ -125,10 +125,12 @@ func TestFakeCancel(t *testing.T) {
 	c := w.ready()
 	s := w.session(c, acp.ReadOnly(false))
 	ctx, cancel := context.WithCancel(t.Context())
-	first := make(chan struct{})
 	var once sync.Once
-	go func() { <-first; time.Sleep(50 * time.Millisecond); cancel() }()
-	turn, err := s.Prompt(ctx, "fake:hang", func(cline.Event) { once.Do(func() { close(first) }) })
+	turn, err := s.Prompt(ctx, "fake:hang?after_events=true", func(e cline.Event) {
+		if e.ContentType == "text" { // the agent is in the prompt now
+			once.Do(cancel)
+		}
+	})
 	if err != nil || turn.StopReason != "cancelled" || !turn.Cancelled {
 		t.Fatalf("got %+v, %v", turn, err)
 	}

@@ -18,17 +18,24 @@ type pipeAgent struct {
 	lines chan map[string]any
 	out   *io.PipeWriter
 	conn  *acp.Conn
+	// stalled, once closed, makes the agent stop reading its stdin (after the line in flight).
+	stalled chan struct{}
 }
 
 func newPipeAgent(t *testing.T, opts acp.Options) *pipeAgent {
 	t.Helper()
 	cr, cw := io.Pipe() // engine → agent
 	ar, aw := io.Pipe() // agent → engine
-	a := &pipeAgent{t: t, lines: make(chan map[string]any, 64), out: aw}
+	a := &pipeAgent{t: t, lines: make(chan map[string]any, 64), out: aw, stalled: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(cr)
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
+			select {
+			case <-a.stalled:
+				return // stop reading: the engine's writes block from now on
+			default:
+			}
 			var m map[string]any
 			if json.Unmarshal(sc.Bytes(), &m) != nil {
 				m = map[string]any{"unparsable": sc.Text()}

@@ -131,6 +131,12 @@ func (r *acpRun) play(turns []turn) (string, *rpcErr) {
 		default:
 			t = textTurn("Stopped after repeated tool calls.")
 		}
+		if t.hang && len(t.text) > 0 { // hang after a first chunk (after_events=true)
+			if r.say(t) {
+				return "cancelled", nil
+			}
+			t.text = nil
+		}
 		if r.modelWait(t) {
 			return "cancelled", nil
 		}

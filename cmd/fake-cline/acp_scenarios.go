@@ -55,7 +55,12 @@ var acpScenarios = map[string]func(*acpRun) []turn{
 	"tool_denied_abort": func(r *acpRun) []turn {
 		return []turn{{calls: []call{{tool: "editor", path: r.tools.abs("x.txt"), newText: "x\n"}}}}
 	},
-	"hang": func(*acpRun) []turn { return []turn{{hang: true}} },
+	"hang": func(r *acpRun) []turn {
+		if r.param("after_events", "false") == "true" {
+			return []turn{{text: []string{"Working on it"}, hang: true}}
+		}
+		return []turn{{hang: true}}
+	},
 	"slow": func(r *acpRun) []turn {
 		n := r.tools.intParam("seconds", 5) * 1000 / max(r.tools.intParam("interval_ms", 1000), 1)
 		gap := time.Duration(r.tools.intParam("interval_ms", 1000)) * time.Millisecond
