@@ -84,7 +84,6 @@ func TestACPConversation(t *testing.T) {
 		t.Errorf("after load: got model %q, want fake-model-2", m)
 	}
 	p2.stop(t)
-	t.Logf("initialize answered %v after spawn", p.firstAnswer())
 }
 
 func wantInHistory(t *testing.T, r fakeprovider.Request, want ...string) {
@@ -120,6 +119,3 @@ func logSessionDir(t *testing.T, dataDir, id string) {
 		return nil
 	})
 }
-
-// firstAnswer is the time from spawn to the first line from the agent (unknown: 0).
-func (p *agentProc) firstAnswer() time.Duration { return 0 }
