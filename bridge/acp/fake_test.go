@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,10 @@ import (
 var fakeBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() { // unit tests only: the in-memory agent, no child processes
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "acp-fake-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -44,6 +49,9 @@ type fakeWorld struct {
 
 func newFakeWorld(t *testing.T) *fakeWorld {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts fake-cline processes (not with -short)")
+	}
 	root := t.TempDir()
 	w := &fakeWorld{t: t, home: filepath.Join(root, "home"), work: filepath.Join(root, "work"), key: "sk-fake", extra: map[string]string{"FAKE_CLINE_ACP_EOF_MS": "10"}}
 	for _, d := range []string{w.home, w.work} {
