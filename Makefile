@@ -59,7 +59,7 @@ lint:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./bridge/redact:FuzzRedact ./bridge/cline:FuzzParser ./bridge/mcpserver:FuzzToolArguments \
 	./bridge/settings:FuzzSettingsRestoreMerge ./bridge/settings:FuzzParseObjectDeep ./sandbox/archive:FuzzReadBack \
-	./sandbox/egress:FuzzMatch
+	./sandbox/egress:FuzzMatch ./bridge/acp:FuzzStream
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t#*:} ($(FUZZTIME))"; \

@@ -12,7 +12,7 @@ const version = "3.0.65"
 // config is the parsed command line. Only what the fake acts on is kept; the other flags of the
 // real CLI are accepted and ignored so that argv built for the real CLI never trips the fake.
 type config struct {
-	json, verbose, plan, yolo, showVersion, help bool
+	json, verbose, plan, yolo, showVersion, help, acp bool
 
 	autoApprove    *bool
 	cwd            string
@@ -65,7 +65,7 @@ var options = map[string]optSpec{
 	"--tui":          {optBool, nil},
 	"-z":             {optBool, nil},
 	"--zen":          {optBool, nil},
-	"--acp":          {optBool, nil},
+	"--acp":          {optBool, func(c *config, _ string) { c.acp = true }},
 	"--worktree":     {optBool, nil},
 	"--update":       {optBool, nil},
 	"--kanban":       {optBool, nil},

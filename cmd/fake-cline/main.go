@@ -86,6 +86,9 @@ func run(args []string) int {
 		out.text("Usage: cline [options] [command] [prompt]\n\nfake-cline: a scenario-driven stand-in for Cline CLI " + version + " (see --list-scenarios)\n")
 		return 0
 	}
+	if cfg.acp && cfg.subcommandWord == "" && len(cfg.positionals) == 0 {
+		return acpMain(cfg, out, errOut) // acp.go
+	}
 	if cfg.subcommandWord != "" {
 		ansiError(errOut, fmt.Sprintf("fake-cline: command %q is not implemented", cfg.subcommandWord))
 		return 1

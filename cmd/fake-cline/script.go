@@ -29,6 +29,8 @@ func (c call) input() obj {
 		return obj{{"files", c.files}}
 	case "run_commands":
 		return obj{{"commands", c.commands}}
+	case "apply_patch":
+		return obj{{"input", c.newText}}
 	}
 	return obj{}
 }

@@ -1,7 +1,8 @@
 // Package archtest keeps the import arrows of ARCHITECTURE.md true: cmd → bridge/* → sandbox/*,
-// bridge/cline and bridge/redact import nothing of ours, sandbox imports only the standard
-// library (and so does sandbox/archive, the parser of what a container sends back), each
-// external system has one adapter package, and nothing imports cmd.
+// bridge/cline and bridge/redact import nothing of ours, bridge/acp only bridge/cline (and is
+// the only importer of the ACP SDK), sandbox imports only the standard library (and so does
+// sandbox/archive, the parser of what a container sends back), each external system has one
+// adapter package, and nothing imports cmd.
 package archtest
 
 import (
@@ -51,6 +52,12 @@ func TestImportArrows(t *testing.T) {
 				// the executor speaks the egress proxy's control protocol
 			case strings.HasPrefix(pkg, "sandbox/") && isOurs && o != "sandbox" && o != "sandbox/proc":
 				t.Errorf("%s imports %s: sandbox/* may import only sandbox and sandbox/proc of ours", pkg, o)
+			case pkg == "bridge/acp" && isOurs && o != "bridge/cline":
+				t.Errorf("bridge/acp imports %s: the ACP engine may use only bridge/cline's vocabulary", o)
+			case pkg == "bridge/acp" && !stdlib(imp) && !isOurs && imp != "github.com/coder/acp-go-sdk" && !strings.HasPrefix(imp, "mvdan.cc/sh/v3/"):
+				t.Errorf("bridge/acp imports %s: only the ACP SDK and the shell parser", imp)
+			case strings.HasPrefix(imp, "github.com/coder/acp-go-sdk") && pkg != "bridge/acp":
+				t.Errorf("%s imports the ACP SDK: only bridge/acp speaks ACP", pkg)
 			case (pkg == "bridge/cline" || pkg == "bridge/redact" || pkg == "bridge/settings") && isOurs:
 				t.Errorf("%s imports %s: it must import nothing of ours", pkg, o)
 			case pkg == "bridge/run" && isOurs && (o == "bridge/mcpserver" || strings.HasPrefix(o, "internal/")):
