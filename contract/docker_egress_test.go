@@ -32,11 +32,12 @@ func TestDockerAnalysisToolsOffered(t *testing.T) {
 }
 
 // TestDockerThroughEgressProxy: the real CLI in the real image, with the default egress: its
-// container sits on the server's internal network and reaches the provider only through the
-// egress proxy (HTTPS_PROXY/HTTP_PROXY honoured by the Bun binary, the run's token in the proxy
-// URL). The allowed endpoint comes from the provider's baseUrl alone (no --egress-allow). The
-// CLI's own telemetry is refused without a warning; a command the model runs that reaches for
-// another host (git over HTTPS) is refused, and the result names that host.
+// container has no network and reaches the provider only through the egress proxy, via the
+// forwarder on its loopback and the proxy's unix socket (HTTPS_PROXY/HTTP_PROXY honoured by the
+// Bun binary, the run's token in the proxy URL). The allowed endpoint comes from the provider's
+// baseUrl alone (no --egress-allow). The CLI's own telemetry is refused without a warning; a
+// command the model runs that reaches for another host (git over HTTPS) is refused, and the
+// result names that host.
 func TestDockerThroughEgressProxy(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")), throughEgressProxy())
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})

@@ -84,8 +84,9 @@ func inDocker() worldOpt { return func(c *worldCfg) { c.docker = true } }
 
 // throughEgressProxy runs the world's Docker calls with the default --docker-egress provider:
 // the relay sits on an internal network the test creates (the proxy's way "out"), the CLI's
-// containers on the server's own internal network, and the provider's baseUrl names the relay
-// (http://<relay>:18080/v1), from which the server derives the run's only allowed endpoint.
+// containers have no network (only the proxy's unix socket), and the provider's baseUrl names
+// the relay (http://<relay>:18080/v1), from which the server derives the run's only allowed
+// endpoint.
 func throughEgressProxy() worldOpt {
 	return func(c *worldCfg) { c.docker, c.egress = true, true }
 }
