@@ -59,7 +59,7 @@ func TestLifelineEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the watchdog wrote nothing: %v", err)
 	}
-	if want := "g=4343\nc=run-7\nd=\n"; string(b) != want {
+	if want := "g=4343:0\nc=run-7\nd=\n"; string(b) != want {
 		t.Errorf("watchdog saw %q, want %q", b, want)
 	}
 	var nilLife *Lifeline
