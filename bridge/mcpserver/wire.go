@@ -87,6 +87,8 @@ type request struct {
 	token     string    // key of its progress token; "" when it has none
 	cancelled bool      // notifications/cancelled arrived for it
 	lastNote  time.Time // when its last notification was written (set by the writer)
+	// dropLogged: the writer logged that it dropped queued progress after the cancel.
+	dropLogged bool
 }
 
 func newWire(out io.Writer, log *slog.Logger, stopped func() bool, gap time.Duration) *wire {
@@ -142,7 +144,12 @@ func (w *wire) writeNote(o outgoing) {
 	if o.req != nil && o.req.cancelled {
 		w.sent--
 		w.dropped++
+		first := !o.req.dropLogged
+		o.req.dropLogged = true
 		w.mu.Unlock()
+		if first {
+			w.log.Debug("queued progress dropped: the client cancelled the request", "id", o.req.rawID)
+		}
 		return
 	}
 	w.mu.Unlock()
