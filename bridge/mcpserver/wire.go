@@ -78,6 +78,7 @@ type outgoing struct {
 	line    []byte
 	written chan error
 	req     *request // the request a notification is for or a response answers; may be nil
+	n       int      // a notification's progress value
 }
 
 // request is what the wire knows about one request from the client.
@@ -89,6 +90,8 @@ type request struct {
 	lastNote  time.Time // when its last notification was written (set by the writer)
 	// dropLogged: the writer logged that it dropped queued progress after the cancel.
 	dropLogged bool
+	// lastProgress is the progress value of its last notification written (set by the writer).
+	lastProgress int
 }
 
 func newWire(out io.Writer, log *slog.Logger, stopped func() bool, gap time.Duration) *wire {
@@ -157,6 +160,7 @@ func (w *wire) writeNote(o outgoing) {
 	if o.req != nil {
 		w.mu.Lock()
 		o.req.lastNote = time.Now()
+		o.req.lastProgress = o.n
 		w.mu.Unlock()
 	}
 }
@@ -287,7 +291,7 @@ func (w *wire) progress(token mcp.ProgressToken, n int, msg string) bool {
 		return false
 	}
 	w.sent++
-	w.pushLocked(outgoing{line: append(line, '\n'), req: w.tokens[key]})
+	w.pushLocked(outgoing{line: append(line, '\n'), req: w.tokens[key], n: n})
 	return true
 }
 
@@ -350,7 +354,9 @@ func (w *wire) observe(line []byte) {
 	if r.token != "" && w.tokens[r.token] == r {
 		delete(w.tokens, r.token)
 	}
-	w.log.Info("the client cancelled a request; stopping it, no response will be sent", "id", r.rawID, "reason", m.Params.Reason)
+	// progressWritten: no notification for the request with a higher progress value is written
+	// from now on (a client that still receives one up to it got it before the cancel arrived).
+	w.log.Info("the client cancelled a request; stopping it, no response will be sent", "id", r.rawID, "reason", m.Params.Reason, "progressWritten", r.lastProgress)
 }
 
 // reader returns in as mcp-go should read it: the same bytes, each line observed first.
