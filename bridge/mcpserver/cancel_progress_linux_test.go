@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +60,7 @@ func (s *slowStdout) consumed() int {
 }
 
 // TestNoProgressAfterCancelWasRead: a client that reads slowly while the server reports
-// progress (heartbeat every 50 ms) makes the server's notifications wait in its queue. The
+// progress (a heartbeat every 100 ms) makes the server's notifications wait in its queue. The
 // client cancels the call. Every notification for the call's token must have started before
 // the server read the cancel: the server logs the cancel once it handled it, and by then it can
 // have written at most what the client had read plus what the pipe holds (its capacity), so a
@@ -92,7 +94,7 @@ func TestNoProgressAfterCancelWasRead(t *testing.T) {
 	}
 	w.Close()
 	out := &slowStdout{r: r, done: make(chan struct{})}
-	go out.run(256, 200*time.Millisecond) // ~1.3 KB/s; the heartbeat alone writes ~3 KB/s
+	go out.run(64, 200*time.Millisecond) // ~0.3 KB/s; the heartbeat alone writes ~1.5 KB/s
 	t.Cleanup(func() {
 		_ = in.Close()
 		_ = cmd.Process.Kill()
@@ -108,9 +110,20 @@ func TestNoProgressAfterCancelWasRead(t *testing.T) {
 	send(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
 		"name": "ask_cline", "arguments": map[string]any{"prompt": "go fake:hang", "cwd": e.work},
 		"_meta": map[string]any{"progressToken": "tok-7"}}})
-	// Let the backlog build: the pipe is full and notifications wait in the server's queue.
-	if !mcpsession.Eventually(20*time.Second, func() bool { return out.consumed() > 2*capacity }) {
-		t.Fatalf("the server wrote only %d bytes", out.consumed())
+	// Let the backlog build: the pipe is full and notifications wait in the server's queue, so
+	// the newest heartbeat the client has read is seconds older than the call.
+	started := time.Now()
+	if !mcpsession.Eventually(60*time.Second, func() bool {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		m := heartbeatAge.FindAllSubmatch(out.data, -1)
+		if len(m) == 0 {
+			return false
+		}
+		n, _ := strconv.Atoi(string(m[len(m)-1][1]))
+		return time.Since(started).Seconds()-float64(n) >= 8 // the pipe holds ~3 s of them
+	}) {
+		t.Fatalf("no backlog after %d bytes", out.consumed())
 	}
 	send(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 7, "reason": "timeout"}})
 	if !mcpsession.Eventually(20*time.Second, func() bool { return strings.Contains(stderr.String(), "the client cancelled a request") }) {
@@ -157,6 +170,9 @@ func TestNoProgressAfterCancelWasRead(t *testing.T) {
 		t.Errorf("no queued notification was dropped at the cancel: the test built no backlog and proves nothing; log:\n%s", stderr.String())
 	}
 }
+
+// heartbeatAge finds the elapsed seconds a heartbeat reports.
+var heartbeatAge = regexp.MustCompile(`"still working \((\d+)s\)`)
 
 type lockedBuf struct {
 	mu sync.Mutex
