@@ -28,7 +28,11 @@ func TestClaudeCode(t *testing.T) {
 	})
 	t.Run("failures reach the model as is_error with the kind", claudeFailures)
 	t.Run("a long call with progress completes", claudeLongCall)
-	t.Run("MCP_TOOL_TIMEOUT cancels the run", claudeToolTimeout)
+	t.Run("MCP_TOOL_TIMEOUT cancels the run", func(t *testing.T) { claudeToolTimeout(t, nil) })
+	// Progress flows (every 50 ms) when the timeout fires: nothing for the token after the cancel.
+	t.Run("MCP_TOOL_TIMEOUT cancels a run that reports progress", func(t *testing.T) {
+		claudeToolTimeout(t, []string{"--progress-heartbeat", "100ms"})
+	})
 	t.Run("Ctrl-C during a call leaves nothing running", claudeInterrupted)
 }
 
@@ -179,12 +183,16 @@ func claudeLongCall(t *testing.T) {
 
 // claudeToolTimeout: Claude Code's MCP_TOOL_TIMEOUT expires → it sends notifications/cancelled;
 // the Cline process is stopped, the server withholds the response (Claude Code already gave the
-// model a timeout error) and logs the outcome.
-func claudeToolTimeout(t *testing.T) {
-	c := newClaudeWorld(t, worldOpts{})
+// model a timeout error) and logs the outcome. With args the server gets extra flags.
+func claudeToolTimeout(t *testing.T, args []string) {
+	c := newClaudeWorld(t, worldOpts{args: args})
 	r := c.run(runOpts{env: []string{"MCP_TOOL_TIMEOUT=3000"}, calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{
 		"prompt": "Wait fake:hang", "cwd": c.work}}}})
-	r.wantClean(t)
+	if args == nil {
+		r.wantClean(t)
+	} else {
+		r.wantNoProgressAfterCancel(t, c.log())
+	}
 	results := r.toolResults()
 	if len(results) != 1 || !results[0].IsError || !strings.Contains(results[0].text(), "timed out") {
 		t.Fatalf("want one is_error tool result saying the tool timed out, got %+v", results)

@@ -90,24 +90,35 @@ func (p *progress) heartbeat(every time.Duration) {
 			p.mu.Unlock()
 			return
 		}
-		if time.Since(p.last) >= every/2 {
+		switch {
+		case time.Since(p.last) < every/2:
+		case p.pending != "": // a message the throttle held back says more than a heartbeat
+			p.sendLocked(p.pending)
+		default:
 			msg := fmt.Sprintf("still working (%ds)", int(time.Since(p.start).Seconds()))
 			if p.lastMsg != "" {
 				msg += ": " + p.lastMsg
 			}
-			p.sendLocked(msg)
+			p.emitLocked(msg)
 		}
 		p.mu.Unlock()
 	}
 }
 
+// sendLocked sends a message of the run; the heartbeat repeats the last one.
 func (p *progress) sendLocked(msg string) {
-	p.n++
-	p.last = time.Now()
-	p.pending = ""
 	if msg != "" {
 		p.lastMsg = msg
 	}
+	p.emitLocked(msg)
+}
+
+// emitLocked sends msg. A heartbeat goes out through here only: it is never the lastMsg that
+// the next heartbeat repeats, so heartbeats do not nest.
+func (p *progress) emitLocked(msg string) {
+	p.n++
+	p.last = time.Now()
+	p.pending = ""
 	// Queued, never written here: the wire drops it when too many wait (progress is advisory)
 	// or when the request was already answered or cancelled.
 	p.out.progress(p.token, p.n, msg)

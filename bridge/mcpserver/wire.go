@@ -30,7 +30,8 @@ var errCancelledBeforeStart = errors.New("request cancelled by the client before
 //     of a call often reached the client after its result. Here every line — mcp-go's responses
 //     (through Write) and our progress notifications (through progress) — enters one FIFO
 //     drained by one goroutine, and progress for a request that was answered or cancelled is
-//     dropped at the door.
+//     dropped at the door; progress still queued when the cancel arrives is dropped too (none
+//     starts to be written after the server read the cancel: see writeNote).
 //   - No response to a request the client cancelled ("the receiver SHOULD NOT send a response
 //     for the cancelled request"). The stdin tap sees notifications/cancelled before mcp-go does
 //     (mcp-go reads through it), marks the request, and the response mcp-go writes for it later
@@ -55,6 +56,9 @@ type wire struct {
 	// writer delayed by load cannot put the two into one read on the client.
 	gap time.Duration
 
+	// noteMu is held while a notification is checked and written, and while a cancel is
+	// recorded (see writeNote). Taken before mu, never while holding it.
+	noteMu   sync.Mutex
 	mu       sync.Mutex
 	cond     *sync.Cond // signals the writer: queue grew or closed
 	queue    []outgoing
@@ -74,6 +78,7 @@ type outgoing struct {
 	line    []byte
 	written chan error
 	req     *request // the request a notification is for or a response answers; may be nil
+	n       int      // a notification's progress value
 }
 
 // request is what the wire knows about one request from the client.
@@ -83,6 +88,10 @@ type request struct {
 	token     string    // key of its progress token; "" when it has none
 	cancelled bool      // notifications/cancelled arrived for it
 	lastNote  time.Time // when its last notification was written (set by the writer)
+	// dropLogged: the writer logged that it dropped queued progress after the cancel.
+	dropLogged bool
+	// lastProgress is the progress value of its last notification written (set by the writer).
+	lastProgress int
 }
 
 func newWire(out io.Writer, log *slog.Logger, stopped func() bool, gap time.Duration) *wire {
@@ -109,9 +118,12 @@ func (w *wire) run() {
 		w.queue = w.queue[1:]
 		if o.written == nil {
 			w.notes--
+			w.mu.Unlock()
+			w.writeNote(o)
+			continue
 		}
 		var wait time.Duration
-		if o.written != nil && o.req != nil && !o.req.lastNote.IsZero() {
+		if o.req != nil && !o.req.lastNote.IsZero() {
 			wait = w.gap - time.Since(o.req.lastNote)
 		}
 		w.mu.Unlock()
@@ -119,13 +131,37 @@ func (w *wire) run() {
 			time.Sleep(wait) // only this request's response waits; at most gap
 		}
 		_, err := w.out.Write(o.line)
-		if o.written != nil {
-			o.written <- err
-		} else if o.req != nil {
-			w.mu.Lock()
-			o.req.lastNote = time.Now()
-			w.mu.Unlock()
+		o.written <- err
+	}
+}
+
+// writeNote writes one notification unless its request was cancelled meanwhile: it was queued
+// before the cancel arrived, but the client stopped listening for its token when it sent the
+// cancel (Claude Code logs "a progress notification for an unknown token"). The check and the
+// write happen under noteMu, which observe holds while it marks a request cancelled, so no
+// notification for a request starts to be written after the server read its cancel.
+func (w *wire) writeNote(o outgoing) {
+	w.noteMu.Lock()
+	defer w.noteMu.Unlock()
+	w.mu.Lock()
+	if o.req != nil && o.req.cancelled {
+		w.sent--
+		w.dropped++
+		first := !o.req.dropLogged
+		o.req.dropLogged = true
+		w.mu.Unlock()
+		if first {
+			w.log.Debug("queued progress dropped: the client cancelled the request", "id", o.req.rawID)
 		}
+		return
+	}
+	w.mu.Unlock()
+	_, _ = w.out.Write(o.line)
+	if o.req != nil {
+		w.mu.Lock()
+		o.req.lastNote = time.Now()
+		o.req.lastProgress = o.n
+		w.mu.Unlock()
 	}
 }
 
@@ -255,7 +291,7 @@ func (w *wire) progress(token mcp.ProgressToken, n int, msg string) bool {
 		return false
 	}
 	w.sent++
-	w.pushLocked(outgoing{line: append(line, '\n'), req: w.tokens[key]})
+	w.pushLocked(outgoing{line: append(line, '\n'), req: w.tokens[key], n: n})
 	return true
 }
 
@@ -288,6 +324,12 @@ func (w *wire) observe(line []byte) {
 	if json.Unmarshal(line, &m) != nil || m.Method == "" {
 		return
 	}
+	if m.Method == string(mcp.MethodNotificationCancelled) {
+		// Waits for a notification being written (it started before this cancel was read), and
+		// keeps the writer from starting another for the request until it is marked.
+		w.noteMu.Lock()
+		defer w.noteMu.Unlock()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if id, ok := rawKey(m.ID); ok {
@@ -312,7 +354,9 @@ func (w *wire) observe(line []byte) {
 	if r.token != "" && w.tokens[r.token] == r {
 		delete(w.tokens, r.token)
 	}
-	w.log.Info("the client cancelled a request; stopping it, no response will be sent", "id", r.rawID, "reason", m.Params.Reason)
+	// progressWritten: no notification for the request with a higher progress value is written
+	// from now on (a client that still receives one up to it got it before the cancel arrived).
+	w.log.Info("the client cancelled a request; stopping it, no response will be sent", "id", r.rawID, "reason", m.Params.Reason, "progressWritten", r.lastProgress)
 }
 
 // reader returns in as mcp-go should read it: the same bytes, each line observed first.

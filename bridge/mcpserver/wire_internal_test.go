@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -20,6 +22,7 @@ func TestWireBookkeeping(t *testing.T) {
 	if !w.progress("a", 1, "first") || !w.progress(float64(7), 1, "other") {
 		t.Fatal("progress for requests in flight was not queued")
 	}
+	waitNoteWritten(t, w, "n:1") // written before the cancel arrives: it stays written
 	w.observe([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"r"}}` + "\n"))
 	if w.progress("a", 2, "after cancel") {
 		t.Error("progress queued for a cancelled request")
@@ -90,5 +93,88 @@ func TestWireGapAfterLastNotification(t *testing.T) {
 	}
 	if d := out.at[1].Sub(out.at[0]); d < gap {
 		t.Errorf("the response followed its request's last notification after %v, want at least %v", d, gap)
+	}
+}
+
+// waitNoteWritten waits until a notification of request id (its wire key) was written.
+func waitNoteWritten(t *testing.T, w *wire, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		r := w.requests[id]
+		done := r != nil && !r.lastNote.IsZero()
+		w.mu.Unlock()
+		if done {
+			return
+		}
+	}
+	t.Fatalf("no notification of request %s was written", id)
+}
+
+// gateWriter holds its first Write until release is closed, and records each line with whether
+// the test had seen the server finish reading the cancel when the write began.
+type gateWriter struct {
+	entered, release chan struct{}
+	cancelRead       *atomic.Bool
+	mu               sync.Mutex
+	lines            []string
+	afterCancel      []bool
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	after := g.cancelRead.Load()
+	g.mu.Lock()
+	first := len(g.lines) == 0
+	g.lines = append(g.lines, string(p))
+	g.afterCancel = append(g.afterCancel, after)
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return len(p), nil
+}
+
+// TestWireNoProgressAfterCancelRead: notifications of a request that were queued behind a slow
+// write when its cancel arrived are not written: no notification for the request starts to be
+// written after the server read the cancel (observe returned), the rule after a result too.
+func TestWireNoProgressAfterCancelRead(t *testing.T) {
+	var cancelRead atomic.Bool
+	g := &gateWriter{entered: make(chan struct{}), release: make(chan struct{}), cancelRead: &cancelRead}
+	w := newWire(g, slog.New(slog.NewTextHandler(io.Discard, nil)), func() bool { return false }, 0)
+	w.observe([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"a"}}}` + "\n"))
+	if !w.progress("a", 1, "one") {
+		t.Fatal("progress for a request in flight was not queued")
+	}
+	<-g.entered // the writer is stuck in the client's pipe with "one"
+	for n := 2; n <= 5; n++ {
+		if !w.progress("a", n, "queued") {
+			t.Fatalf("progress %d was not queued", n)
+		}
+	}
+	observed := make(chan struct{})
+	go func() {
+		w.observe([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` + "\n"))
+		cancelRead.Store(true)
+		close(observed)
+	}()
+	// The server may wait for the write in progress before it takes the cancel; give it the
+	// chance to finish reading first either way.
+	select {
+	case <-observed:
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(g.release)
+	<-observed
+	w.close()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.lines) == 0 || !strings.Contains(g.lines[0], `"one"`) {
+		t.Fatalf("the first notification was not written: %q", g.lines)
+	}
+	for i, l := range g.lines {
+		if g.afterCancel[i] {
+			t.Errorf("written after the server read the cancel: %s", strings.TrimSpace(l))
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,8 +27,9 @@ import (
 //     user's rules and workflows, CLINE_DATA_DIR → the user's data dir, so settings and keys are
 //     the same): the user's hooks, plugins, configured agents and skills stay off;
 //   - code the CLI runs from places no setting moves: the analysed repository's own hooks and
-//     plugins (cline.WorkspaceCodeDirs) make a host analysis fail with launch_failed (they would
-//     run on the user's machine); ~/Documents/Cline/{Hooks,Plugins} and ~/.agents/plugins
+//     plugins (cline.WorkspaceCodeDirs, in every directory the CLI may take as its workspace:
+//     see workspaceDirs) make a host analysis fail with launch_failed (they would run on the
+//     user's machine); ~/Documents/Cline/{Hooks,Plugins} and ~/.agents/plugins
 //     (cline.UserCodeDirs) are reported in a warning, as doctor does;
 //   - a CLI of another version than cline.PolicyCLIVersion is reported in a warning: it may offer
 //     tools the pinned list does not know;
@@ -40,10 +42,9 @@ var errWorkspaceCode = errors.New("the workspace configures Cline hooks or plugi
 // hostPolicy writes the policy files of a host analysis attempt into a fresh directory under the
 // call's private dir and returns the environment that points the CLI at them.
 func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error) {
-	root := k.workspaceRoot()
-	if found := existingCode(root, cline.WorkspaceCodeDirs); len(found) > 0 {
-		return nil, fmt.Errorf("%w in %s, which the Cline CLI would run on this machine during the analysis, and the CLI cannot switch them off: %s; run the call with \"isolation\": \"docker\" (they then run inside the container) or remove them",
-			errWorkspaceCode, root, strings.Join(found, ", "))
+	if found := k.workspaceCode(); len(found) > 0 {
+		return nil, fmt.Errorf("%w in %s, which the Cline CLI would run on this machine during the analysis (its workspace is the repository's top or, when git cannot read the repository, the run's directory), and the CLI cannot switch them off: %s; run the call with \"isolation\": \"docker\" (they then run inside the container) or remove them",
+			errWorkspaceCode, k.dir, strings.Join(found, ", "))
 	}
 	if !k.userCodeWarned {
 		k.userCodeWarned = true
@@ -92,7 +93,7 @@ func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error)
 // HOME is an empty tmpfs, so its Cline directory holds no hooks or plugins of the user; the
 // repository's own run inside the container, which a warning says (a plugin's tools are offered).
 func (k *call) dockerPolicy(ctx context.Context, settingsDir string) (map[string]string, error) {
-	if found := existingCode(k.workspaceRoot(), cline.WorkspaceCodeDirs); len(found) > 0 && !k.userCodeWarned {
+	if found := k.workspaceCode(); len(found) > 0 && !k.userCodeWarned {
 		k.userCodeWarned = true
 		k.warnings = append(k.warnings, fmt.Sprintf("the repository's Cline hooks or plugins (%s) ran inside the container: the CLI cannot switch them off, and a plugin's tools are offered beside the analysis allow-list", strings.Join(found, ", ")))
 	}
@@ -107,19 +108,68 @@ func (k *call) dockerPolicy(ctx context.Context, settingsDir string) (map[string
 	return map[string]string{"CLINE_GLOBAL_SETTINGS_PATH": global, "CLINE_MCP_SETTINGS_PATH": mcp}, nil
 }
 
-// workspaceRoot is where the CLI looks for the workspace's hooks and plugins: the git top level
-// of the run's directory (as recorded before the run), else the directory itself.
-func (k *call) workspaceRoot() string {
-	if k.repo != nil {
-		return k.repo.Top
+// workspaceDirs are the directories the CLI may take as the workspace whose hooks and plugins it
+// runs. Cline 3.0.65 takes what `git rev-parse --show-toplevel` answers in the run's directory,
+// else the run's directory itself (verified on the real CLI: when git refuses the repository —
+// owned by another user, "dubious ownership" — or is missing, the hooks and plugins of a
+// subdirectory run). Which of the two the CLI's git picks depends on what git makes of the
+// repository, so every candidate counts: the run's directory; the recorded top level, if any;
+// and, going up from the run's directory, every directory with a .git entry up to and including
+// the first one that git can use (a .git file, or a .git directory with a HEAD), since git skips
+// a .git it cannot use and looks further up. A few Lstat calls instead of running git (which
+// costs milliseconds per call); only a lookup, nothing in the repository is read or trusted.
+func (k *call) workspaceDirs() []string {
+	dirs := []string{k.dir}
+	add := func(d string) {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
 	}
-	return gitTop(k.dir)
+	if k.repo != nil {
+		add(k.repo.Top)
+	}
+	for d := k.dir; ; {
+		if fi, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			add(d)
+			if usableGitEntry(filepath.Join(d, ".git"), fi) {
+				break
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	return dirs
+}
+
+// usableGitEntry: a .git that stops git's upward search (roughly git's own test): a regular
+// file (the gitfile of a linked worktree or submodule) or a directory holding HEAD.
+func usableGitEntry(path string, fi os.FileInfo) bool {
+	if fi.Mode().IsRegular() {
+		return true
+	}
+	if !fi.IsDir() {
+		return false
+	}
+	_, err := os.Lstat(filepath.Join(path, "HEAD"))
+	return err == nil
+}
+
+// workspaceCode lists the code directories (cline.WorkspaceCodeDirs) of every directory the CLI
+// may take as its workspace that exist and hold at least one entry.
+func (k *call) workspaceCode() []string {
+	var found []string
+	for _, d := range k.workspaceDirs() {
+		found = append(found, existingCode(d, cline.WorkspaceCodeDirs)...)
+	}
+	return found
 }
 
 // gitTop is the nearest of dir and its parents that holds a .git entry (a directory, or the file
-// of a linked worktree), else dir: where the CLI looks for a workspace's hooks and plugins. A few
-// Lstat calls instead of running git (which costs milliseconds per call); only a lookup, nothing
-// in the repository is read or trusted.
+// of a linked worktree), else dir. A few Lstat calls instead of running git (which costs
+// milliseconds per call); only a lookup, nothing in the repository is read or trusted.
 func gitTop(dir string) string {
 	for d := dir; ; {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {

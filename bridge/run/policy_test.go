@@ -127,3 +127,77 @@ func TestNew(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalysisPolicyCoversTheCLIsWorkspace: the CLI runs the hooks and plugins of the
+// repository's top or, when git cannot read the repository, of the run's directory (see the
+// contract test TestAnalysisRefusesSubdirHooks), so a host analysis of a subdirectory is refused
+// for code in that subdirectory as for code at the top, and a .git that git cannot use does not
+// hide the top. A directory between the two is no candidate and is not refused.
+func TestAnalysisPolicyCoversTheCLIsWorkspace(t *testing.T) {
+	layout := func(t *testing.T, h *harness) (mid, sub string) {
+		mkdirWithFile(t, filepath.Join(h.cwd, ".git"))
+		if err := os.WriteFile(filepath.Join(h.cwd, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		mid = filepath.Join(h.cwd, "mid")
+		sub = filepath.Join(mid, "sub")
+		if err := os.MkdirAll(sub, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return mid, sub
+	}
+	for _, tc := range []struct {
+		name    string
+		plant   func(h *harness, mid, sub string) string // returns the code dir
+		refused bool
+	}{
+		{"hooks in the run's directory", func(h *harness, mid, sub string) string {
+			return filepath.Join(sub, ".clinerules", "hooks")
+		}, true},
+		{"plugins in the run's directory", func(h *harness, mid, sub string) string {
+			return filepath.Join(sub, ".cline", "plugins")
+		}, true},
+		{"hooks at the top behind an unusable .git", func(h *harness, mid, sub string) string {
+			if err := os.Mkdir(filepath.Join(mid, ".git"), 0o700); err != nil { // no HEAD: git looks further up
+				t.Fatal(err)
+			}
+			return filepath.Join(h.cwd, ".cline", "hooks")
+		}, true},
+		{"hooks in a directory between", func(h *harness, mid, sub string) string {
+			return filepath.Join(mid, ".cline", "hooks")
+		}, false},
+	} {
+		t.Run(tc.name+" on the host", func(t *testing.T) {
+			h := newHarness(t, pong(t))
+			mid, sub := layout(t, h)
+			code := tc.plant(h, mid, sub)
+			mkdirWithFile(t, code)
+			c := h.call(AskCline)
+			c.Cwd = sub
+			res := h.do(t.Context(), c)
+			if !tc.refused {
+				wantResult(t, res, result{ok: true, attempts: 1, isolation: []sandbox.Isolation{host}})
+				return
+			}
+			wantResult(t, res, result{kind: "launch_failed", attempts: 1, isolation: []sandbox.Isolation{host}})
+			wantContains(t, "message", res.Message, code)
+			if n := len(h.cli.runs()); n != 0 {
+				t.Errorf("the CLI ran %d time(s)", n)
+			}
+		})
+		if !tc.refused {
+			continue
+		}
+		t.Run(tc.name+" in a container", func(t *testing.T) {
+			h := newHarness(t, pong(t))
+			mid, sub := layout(t, h)
+			code := tc.plant(h, mid, sub)
+			mkdirWithFile(t, code)
+			c := h.call(AskCline)
+			c.Cwd, c.Isolation = sub, dock
+			res := h.do(t.Context(), c)
+			wantResult(t, res, result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}})
+			wantWarning(t, res, code)
+		})
+	}
+}

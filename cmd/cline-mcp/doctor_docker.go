@@ -31,7 +31,7 @@ func imageChecks(ctx context.Context, cfg *config, needed bool) []check {
 	if err != nil {
 		return out
 	}
-	ex, err := docker.New(docker.WithImage(cfg.dockerImage), docker.WithNetwork("none"), docker.WithMemory(mem),
+	ex, err := probeExecutor(cfg, docker.WithImage(cfg.dockerImage), docker.WithNetwork("none"), docker.WithMemory(mem),
 		docker.WithPidsLimit(cfg.dockerPids), docker.WithCPUs(cfg.dockerCPUs))
 	if err != nil {
 		return out
@@ -82,6 +82,17 @@ func imageChecks(ctx context.Context, cfg *config, needed bool) []check {
 	return out
 }
 
+// probeExecutor is an executor for the doctor's own probes, on the engine that discovery chose
+// (--docker-host, DOCKER_HOST, the Docker context, …: see discoverEngine), like every other
+// check and every call: never the platform's default socket unless discovery chose it.
+func probeExecutor(cfg *config, opts ...docker.Option) (*docker.Executor, error) {
+	ep, err := discoverEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return docker.New(append([]docker.Option{docker.WithEndpoint(ep)}, opts...)...)
+}
+
 // probeImage runs one command in a container of ex's image and returns its output; a non-zero
 // exit is an error carrying the last stderr line.
 func probeImage(ctx context.Context, ex *docker.Executor, path string, args ...string) (string, string, error) {
@@ -113,7 +124,7 @@ func probeImage(ctx context.Context, ex *docker.Executor, path string, args ...s
 // the real CLI without any provider, so it is a warning.
 func networkCheck(ctx context.Context, cfg *config, optional bool) check {
 	c := check{name: "docker network", optional: optional}
-	ex, err := docker.New(docker.WithImage(cfg.dockerImage), docker.WithNetwork(cfg.dockerNetwork))
+	ex, err := probeExecutor(cfg, docker.WithImage(cfg.dockerImage), docker.WithNetwork(cfg.dockerNetwork))
 	if err != nil {
 		c.detail, c.fix = err.Error(), "check --docker-network"
 		return c

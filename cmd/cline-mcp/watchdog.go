@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -68,7 +67,8 @@ func watchdog(args []string, stderr io.Writer) int {
 func reap(left map[string][]string, log *slog.Logger, removeContainers func(context.Context) (int, error)) {
 	var killed []int
 	for _, g := range left[lifeline.Group] {
-		pgid, err := strconv.Atoi(g)
+		// The identity is re-checked right before the kill: the pid may be somebody else's now.
+		pgid, err := lifeline.GroupToKill(g)
 		if err == nil {
 			err = host.KillGroup(pgid)
 		}

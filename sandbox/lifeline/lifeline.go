@@ -13,6 +13,11 @@
 //
 // Protocol (one line each, written under a mutex): "+<kind> <value>" starts tracking, "-<kind>
 // <value>" stops. Kinds are single letters (Group, Container, Dir); values carry no newline.
+//
+// A process group is recorded with the identity of its leader ("<pgid>:<start time>", see
+// sandbox/proc), and the watchdog kills it only after re-checking that identity (GroupToKill):
+// after a crash the leader's pid may belong to somebody else's process by the time the lifeline
+// closes.
 package lifeline
 
 import (
@@ -28,6 +33,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
 // Kinds of tracked things.
@@ -101,9 +108,52 @@ func (l *Lifeline) Track(kind, value string) (untrack func()) {
 	return func() { once.Do(func() { l.send("-" + kind + " " + value + "\n") }) }
 }
 
-// TrackGroup is Track(Group, pgid).
+// TrackGroup tracks process group pgid, whose leader (the process with pid pgid) must be alive:
+// the value records the leader's start time beside the id, so the watchdog can tell the group
+// from a later process that got the same pid (GroupToKill). A leader whose start time cannot be
+// read is recorded with 0, which the watchdog never kills.
 func (l *Lifeline) TrackGroup(pgid int) (untrack func()) {
-	return l.Track(Group, strconv.Itoa(pgid))
+	start, err := proc.StartTime(pgid)
+	if err != nil {
+		start = 0
+	}
+	return l.Track(Group, strconv.Itoa(pgid)+":"+strconv.FormatUint(start, 10))
+}
+
+// errNotOurs is wrapped by GroupToKill when the group must be left alone.
+var errNotOurs = errors.New("not the recorded process group")
+
+// GroupToKill parses a tracked Group value and decides, just before the kill, whether the group
+// is still the one that was tracked. It returns the pgid to kill when
+//   - the process with pid pgid has the recorded start time (the leader still runs), or
+//   - no process has that pid (the leader exited): while any member of group pgid lives, the
+//     kernel hands out neither the pid nor the group id again (Linux, macOS), so the group that
+//     still exists is the tracked one, and an empty group makes the kill a no-op;
+//
+// and an error otherwise: another process now has the pid (the leader exited and its pid was
+// reused, typical after a crash), the start time was never recorded, or it cannot be read now.
+// Only the instant between this check and the kill is left open, in which the pid would have to
+// be freed and handed out again.
+func GroupToKill(value string) (int, error) {
+	id, rec, ok := strings.Cut(value, ":")
+	pgid, err1 := strconv.Atoi(id)
+	start, err2 := strconv.ParseUint(rec, 10, 64)
+	if !ok || err1 != nil || err2 != nil || pgid <= 1 {
+		return 0, fmt.Errorf("process group %q: malformed", value)
+	}
+	if start == 0 {
+		return 0, fmt.Errorf("process group %d: %w: its leader's start time was not recorded", pgid, errNotOurs)
+	}
+	now, err := proc.StartTime(pgid)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return pgid, nil
+	case err != nil:
+		return 0, fmt.Errorf("process group %d: %w: its leader cannot be identified: %v", pgid, errNotOurs, err)
+	case now != start:
+		return 0, fmt.Errorf("process group %d: %w: pid %d now belongs to a process started at %d, not %d", pgid, errNotOurs, pgid, now, start)
+	}
+	return pgid, nil
 }
 
 func (l *Lifeline) send(line string) {
