@@ -31,7 +31,7 @@ func TestClaudeCode(t *testing.T) {
 	t.Run("MCP_TOOL_TIMEOUT cancels the run", func(t *testing.T) { claudeToolTimeout(t, nil) })
 	// Progress flows (every 50 ms) when the timeout fires: nothing for the token after the cancel.
 	t.Run("MCP_TOOL_TIMEOUT cancels a run that reports progress", func(t *testing.T) {
-		claudeToolTimeout(t, []string{"--progress-heartbeat", "100ms"})
+		claudeToolTimeout(t, []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=100ms"})
 	})
 	t.Run("Ctrl-C during a call leaves nothing running", claudeInterrupted)
 }
@@ -183,12 +183,13 @@ func claudeLongCall(t *testing.T) {
 
 // claudeToolTimeout: Claude Code's MCP_TOOL_TIMEOUT expires → it sends notifications/cancelled;
 // the Cline process is stopped, the server withholds the response (Claude Code already gave the
-// model a timeout error) and logs the outcome. With args the server gets extra flags.
-func claudeToolTimeout(t *testing.T, args []string) {
-	c := newClaudeWorld(t, worldOpts{args: args})
+// model a timeout error) and logs the outcome. With env (test hooks) the server reports
+// progress, and nothing for the token may follow the cancel.
+func claudeToolTimeout(t *testing.T, env []string) {
+	c := newClaudeWorld(t, worldOpts{env: env})
 	r := c.run(runOpts{env: []string{"MCP_TOOL_TIMEOUT=3000"}, calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{
 		"prompt": "Wait fake:hang", "cwd": c.work}}}})
-	if args == nil {
+	if env == nil {
 		r.wantClean(t)
 	} else {
 		r.wantNoProgressAfterCancel(t, c.log())

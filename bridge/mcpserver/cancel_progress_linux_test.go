@@ -68,7 +68,7 @@ func (s *slowStdout) consumed() int {
 // test also shows that a backlog existed (the server dropped queued notifications at the cancel).
 func TestNoProgressAfterCancelWasRead(t *testing.T) {
 	e := prepareEnv(t)
-	argv, environ := e.server(nil, "--progress-heartbeat", "100ms")
+	argv, environ := e.server([]string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=100ms"})
 	cmd := exec.Command(bins.ClineMCP, argv...)
 	cmd.Env, cmd.Dir = environ, e.work
 	in, err := cmd.StdinPipe()
