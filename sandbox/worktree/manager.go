@@ -61,6 +61,9 @@ type Worktree struct {
 	// Discarded are the reasons why pooled worktrees that Acquire tried before this one failed
 	// verification; each of them was removed.
 	Discarded []error
+	// Cleaned is what Acquire found in a reused worktree's files and removed or repaired
+	// before handing it out (see Finding): left by an earlier run.
+	Cleaned []Finding
 
 	m     *Manager
 	entry string // our private dir holding owner.json and Path

@@ -1,0 +1,198 @@
+package worktree
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// Finding is an entry of a worktree's files that git neither reports nor undoes: anything but
+// a directory, regular file or symlink (a FIFO would block the next reader, a socket could
+// connect to a listener), a hard link (writing the file would write another one, possibly
+// outside the worktree), or permission bits a checkout would not give (group/other bits,
+// setuid, setgid, sticky).
+type Finding struct {
+	// Path is relative to the work tree, with "/" separators.
+	Path string
+	// What says what was found, e.g. "a FIFO" or "a hard link (2 links)".
+	What string
+	// Dir is set when the entry is a directory (repaired in place, not removed).
+	Dir bool
+}
+
+func (f Finding) String() string { return strconv.Quote(f.Path) + ": " + f.What }
+
+// maxFindings bounds the findings kept per walk; the walk itself goes on.
+const maxFindings = 100
+
+// entryInfo is what the walk knows of one entry, read without following a symlink.
+type entryInfo struct {
+	mode  fs.FileMode
+	links uint64
+}
+
+// shape is what a fresh checkout gives: every directory the mode git gave the work tree's top
+// (0777 minus the umask, set-id bits inherited from the parent included), every regular file
+// those permissions without or with the execute bits (git itself judges the execute bit
+// against the commit), and one link per non-directory.
+type shape struct {
+	dir   fs.FileMode // permission and special bits of a directory
+	perms bool        // whether permission bits mean anything here (not on Windows)
+}
+
+const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+func shapeOf(top fs.FileMode) shape {
+	return shape{dir: top & modeBits, perms: runtime.GOOS != "windows"}
+}
+
+// odd says what is wrong with an entry, or "".
+func (sh shape) odd(e entryInfo) string {
+	switch t := e.mode.Type(); {
+	case t == fs.ModeDir:
+		if sh.perms && e.mode&modeBits != sh.dir {
+			return fmt.Sprintf("directory mode %v, want %v", e.mode&modeBits|fs.ModeDir, sh.dir|fs.ModeDir)
+		}
+		return ""
+	case t == fs.ModeNamedPipe:
+		return "a FIFO"
+	case t == fs.ModeSocket:
+		return "a unix socket"
+	case t&fs.ModeDevice != 0:
+		return "a device node"
+	case t != 0 && t != fs.ModeSymlink:
+		return "an irregular file (" + t.String() + ")"
+	case e.links > 1:
+		return fmt.Sprintf("a hard link (%d links)", e.links)
+	case t == 0 && sh.perms:
+		file := sh.dir.Perm() &^ 0o111
+		if m := e.mode & modeBits; m != file && m != sh.dir.Perm() {
+			return fmt.Sprintf("mode %v, want %v", m, file)
+		}
+	}
+	return ""
+}
+
+// visitFunc is called for every entry below the top, directories before their contents; for a
+// directory it returns whether to descend into it.
+type visitFunc func(p string, name string, e entryInfo) (descend bool, err error)
+
+// walkEntries visits every entry below root's top but the top's .git, never following a
+// symlink: directories are opened through root, entries are stat'ed relative to their
+// directory.
+func walkEntries(root *os.Root, visit visitFunc) error {
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		f, err := root.Open(filepath.FromSlash(dir))
+		if err != nil {
+			return err
+		}
+		list, err := f.ReadDir(-1)
+		var infos []entryInfo
+		if err == nil {
+			infos, err = statEntries(f, list)
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for i, de := range list {
+			if dir == "." && de.Name() == ".git" {
+				continue // the worktree's own, checked by slot.check
+			}
+			p := path.Join(dir, de.Name())
+			descend, err := visit(p, de.Name(), infos[i])
+			if err != nil {
+				return err
+			}
+			if descend && infos[i].mode.IsDir() {
+				if err := walk(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(".")
+}
+
+// tidy looks at every entry of the work tree through root (see walkEntries): an entry named
+// .git (in any letter case) below the top is an error — git's own walks skip such entries, so
+// git would neither report nor remove them, and git run by the next call would take it for a
+// repository; everything inside a submodule directory (which git does not look into either) is
+// removed, and a submodule path that is no longer a directory is replaced by an empty one. Every
+// other entry that fails the shape (see Finding) is removed — a tracked file comes back from
+// the reset — or, for a directory, set to the shape's mode. It returns how many entries it
+// removed and what it found (at most maxFindings).
+func (s *slot) tidy(root *os.Root) (int, []Finding, error) {
+	links := map[string]bool{}
+	for _, l := range s.gitlinks {
+		links[l] = true
+	}
+	sh := shapeOf(s.top.Mode())
+	n := 0
+	var found []Finding
+	remove := func(p string) error {
+		n++
+		if err := root.RemoveAll(filepath.FromSlash(p)); err != nil {
+			return fmt.Errorf("remove %q: %w", p, err)
+		}
+		return nil
+	}
+	err := walkEntries(root, func(p, name string, e entryInfo) (bool, error) {
+		switch dir := path.Dir(p); {
+		case strings.EqualFold(name, ".git"):
+			return false, fmt.Errorf("a .git was planted at %q", p)
+		case links[dir]:
+			return false, remove(p)
+		case links[p] && !e.mode.IsDir():
+			if err := remove(p); err != nil {
+				return false, err
+			}
+			return false, root.Mkdir(filepath.FromSlash(p), 0o755)
+		}
+		what := sh.odd(e)
+		if what == "" {
+			return true, nil
+		}
+		if len(found) < maxFindings {
+			found = append(found, Finding{Path: p, What: what, Dir: e.mode.IsDir()})
+		}
+		if e.mode.IsDir() {
+			// root.Chmod never follows a symlink out of the work tree.
+			if err := root.Chmod(filepath.FromSlash(p), sh.dir); err != nil {
+				return false, fmt.Errorf("chmod %q: %w", p, err)
+			}
+			return true, nil
+		}
+		return false, remove(p)
+	})
+	return n, found, err
+}
+
+// oddEntries lists what fails the shape of a work tree whose top had mode top, without changing
+// anything; it skips .git entries and what is inside submodule directories (gitlinks).
+func oddEntries(root *os.Root, top fs.FileMode, gitlinks []string) ([]Finding, error) {
+	sh := shapeOf(top)
+	var found []Finding
+	err := walkEntries(root, func(p, name string, e entryInfo) (bool, error) {
+		if strings.EqualFold(name, ".git") {
+			return false, nil
+		}
+		if what := sh.odd(e); what != "" && len(found) < maxFindings {
+			found = append(found, Finding{Path: p, What: what, Dir: e.mode.IsDir()})
+		}
+		for _, l := range gitlinks {
+			if l == p {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	return found, err
+}
