@@ -1,12 +1,15 @@
 package worktree
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -176,8 +179,8 @@ func (s *slot) tidy(root *os.Root) (int, []Finding, error) {
 }
 
 // oddEntries lists what fails the shape of a work tree whose top had mode top, without changing
-// anything; it skips .git entries and what is inside submodule directories (gitlinks).
-func oddEntries(root *os.Root, top fs.FileMode, gitlinks []string) ([]Finding, error) {
+// anything; it skips .git entries (of nested repositories and submodules) and what is inside.
+func oddEntries(root *os.Root, top fs.FileMode) ([]Finding, error) {
 	sh := shapeOf(top)
 	var found []Finding
 	err := walkEntries(root, func(p, name string, e entryInfo) (bool, error) {
@@ -187,12 +190,50 @@ func oddEntries(root *os.Root, top fs.FileMode, gitlinks []string) ([]Finding, e
 		if what := sh.odd(e); what != "" && len(found) < maxFindings {
 			found = append(found, Finding{Path: p, What: what, Dir: e.mode.IsDir()})
 		}
-		for _, l := range gitlinks {
-			if l == p {
-				return false, nil
-			}
-		}
 		return true, nil
 	})
 	return found, err
+}
+
+// withOddEntries adds to files (Touched's list) the entries of the work tree that git did not
+// report (see Finding): "A" for a path the commit does not have, "T" for a tracked path that is
+// now a FIFO, socket or device, "M" for a tracked path with a hard link or other permission bits.
+// Paths files already names are left alone.
+func (g *Git) withOddEntries(ctx context.Context, o runOpts, files []FileChange, commit string, top fs.FileMode) ([]FileChange, error) {
+	root, err := os.OpenRoot(o.repo.Top)
+	if err != nil {
+		return files, err
+	}
+	defer root.Close()
+	found, err := oddEntries(root, top)
+	if err != nil || len(found) == 0 {
+		return files, err
+	}
+	args := []string{"ls-tree", "-r", "-t", "-z", "--name-only", "--full-tree", "--end-of-options", commit, "--"}
+	for _, f := range found {
+		args = append(args, ":(literal)"+f.Path)
+	}
+	out, err := g.run(ctx, o, args...)
+	if err != nil {
+		return files, err
+	}
+	tracked := map[string]bool{}
+	for p := range strings.SplitSeq(string(out), "\x00") {
+		tracked[p] = true
+	}
+	for _, f := range found {
+		if slices.ContainsFunc(files, func(c FileChange) bool { return c.Path == f.Path }) {
+			continue
+		}
+		status := "A"
+		switch {
+		case tracked[f.Path] && strings.HasPrefix(f.What, "a ") && !strings.HasPrefix(f.What, "a hard link"):
+			status = "T"
+		case tracked[f.Path]:
+			status = "M"
+		}
+		files = append(files, FileChange{Path: f.Path, Status: status})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, nil
 }

@@ -339,3 +339,45 @@ func readAll(dir string) error {
 		return err
 	})
 }
+
+// TestTouchedNamesStateGitDoesNotReport: the run's touched report lists what git's status would
+// not show — a FIFO (new, or where a tracked file was), a hard link between tracked files, a
+// group/other-writable file and directory — next to what git reports, for a fresh and a pooled
+// worktree alike.
+func TestTouchedNamesStateGitDoesNotReport(t *testing.T) {
+	repo := newRepo(t, stateRepoFiles)
+	for _, pooled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pooled=%v", pooled), func(t *testing.T) {
+			m := newPool(t, 1)
+			if !pooled {
+				m.PoolSize = 0
+			}
+			wt := acquire(t, m, repo)
+			defer release(t, wt)
+			p := func(rel string) string { return filepath.Join(wt.Path, filepath.FromSlash(rel)) }
+			mustDo(t, syscall.Mkfifo(p("pipe"), 0o644))
+			mustDo(t, os.Remove(p("README.md")))
+			mustDo(t, syscall.Mkfifo(p("README.md"), 0o644))
+			mustDo(t, os.Chmod(p("src/a.go"), 0o666))
+			mustDo(t, os.Remove(p("keep/copy")))
+			mustDo(t, os.Link(p("keep/unchanged"), p("keep/copy")))
+			mustDo(t, os.Chmod(p("src"), 0o777))
+			writeFile(t, p("new.txt"), "new\n")
+			wantMode(t, p("pipe"), fs.ModeNamedPipe|0o644)
+			wantLinks(t, p("keep/copy"), 2)
+
+			touched, err := m.Touched(t.Context(), wt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, f := range touched {
+				got[f.Path] = f.Status
+			}
+			want := map[string]string{"pipe": "A", "README.md": "T", "src/a.go": "M", "keep/copy": "M", "keep/unchanged": "M", "src": "M", "new.txt": "A"}
+			if !maps.Equal(got, want) {
+				t.Errorf("Touched: got %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -69,7 +69,7 @@ func (m *Manager) newSlot(ctx context.Context, wt *Worktree) (*slot, error) {
 
 // handle gives the slot to one caller.
 func (s *slot) handle(m *Manager) *Worktree {
-	return &Worktree{Path: s.path, Commit: s.commit, Repo: s.repo, m: m, entry: s.entry, slot: s}
+	return &Worktree{Path: s.path, Commit: s.commit, Repo: s.repo, m: m, entry: s.entry, slot: s, top: s.top.Mode()}
 }
 
 // describe records commit and what the pool needs to know of it, from the private index,
