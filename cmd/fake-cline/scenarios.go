@@ -65,6 +65,7 @@ func init() {
 		"probe_pids":             {doc: "tries to start n= (50) child processes; JSON report of how many started", run: runProbePids},
 	}
 	maps.Copy(scenarios, attackScenarios)
+	maps.Copy(scenarios, poolAttackScenarios)
 }
 
 func listScenarios(w io.Writer) {
