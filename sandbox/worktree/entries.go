@@ -88,7 +88,11 @@ type visitFunc func(p string, name string, e entryInfo) (descend bool, err error
 // walkEntries visits every entry below root's top but the top's .git, never following a
 // symlink: directories are opened through root, entries are stat'ed relative to their
 // directory.
-func walkEntries(root *os.Root, visit visitFunc) error {
+func walkEntries(root *os.Root, visit visitFunc) error { return walkEntriesStat(root, true, visit) }
+
+// walkEntriesStat is walkEntries; without stat, entries carry only their type (what the walk
+// cost before the shape checks: benchmarks).
+func walkEntriesStat(root *os.Root, stat bool, visit visitFunc) error {
 	var walk func(dir string) error
 	walk = func(dir string) error {
 		f, err := root.Open(filepath.FromSlash(dir))
@@ -97,8 +101,14 @@ func walkEntries(root *os.Root, visit visitFunc) error {
 		}
 		list, err := f.ReadDir(-1)
 		var infos []entryInfo
-		if err == nil {
+		switch {
+		case err == nil && stat:
 			infos, err = statEntries(f, list)
+		case err == nil:
+			infos = make([]entryInfo, len(list))
+			for i, de := range list {
+				infos[i] = entryInfo{mode: de.Type(), links: 1}
+			}
 		}
 		f.Close()
 		if err != nil {
@@ -132,7 +142,7 @@ func walkEntries(root *os.Root, visit visitFunc) error {
 // other entry that fails the shape (see Finding) is removed — a tracked file comes back from
 // the reset — or, for a directory, set to the shape's mode. It returns how many entries it
 // removed and what it found (at most maxFindings).
-func (s *slot) tidy(root *os.Root) (int, []Finding, error) {
+func (s *slot) tidy(root *os.Root, shapes bool) (int, []Finding, error) {
 	links := map[string]bool{}
 	for _, l := range s.gitlinks {
 		links[l] = true
@@ -147,7 +157,7 @@ func (s *slot) tidy(root *os.Root) (int, []Finding, error) {
 		}
 		return nil
 	}
-	err := walkEntries(root, func(p, name string, e entryInfo) (bool, error) {
+	err := walkEntriesStat(root, shapes, func(p, name string, e entryInfo) (bool, error) {
 		switch dir := path.Dir(p); {
 		case strings.EqualFold(name, ".git"):
 			return false, fmt.Errorf("a .git was planted at %q", p)
@@ -159,7 +169,10 @@ func (s *slot) tidy(root *os.Root) (int, []Finding, error) {
 			}
 			return false, root.Mkdir(filepath.FromSlash(p), 0o755)
 		}
-		what := sh.odd(e)
+		what := ""
+		if shapes {
+			what = sh.odd(e)
+		}
 		if what == "" {
 			return true, nil
 		}

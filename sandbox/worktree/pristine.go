@@ -35,6 +35,7 @@ type slot struct {
 	gitlinks    []string          // commit's submodule paths
 	attrs       []string          // commit's tracked .gitattributes files
 	found       []Finding         // what the last prepare found and removed or repaired
+	noShapes    bool              // benchmarks: skip the shape checks (see tidy)
 }
 
 // poolConfig is prepended to every git command on a pooled worktree: a file whose content
@@ -208,7 +209,7 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 //   - tracked .gitattributes are rewritten from the index first, so the refresh compares
 //     content with the commit's attributes, not the run's.
 func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]Finding, bool, error) {
-	n, found, err := s.tidy(root)
+	n, found, err := s.tidy(root, !s.noShapes)
 	if err != nil {
 		return nil, false, err
 	}
