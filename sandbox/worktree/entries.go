@@ -24,9 +24,22 @@ type Finding struct {
 	Path string
 	// What says what was found, e.g. "a FIFO" or "a hard link (2 links)".
 	What string
-	// Dir is set when the entry is a directory (repaired in place, not removed).
-	Dir bool
+	Kind FindingKind
 }
+
+// FindingKind classifies a Finding.
+type FindingKind int
+
+const (
+	// FoundSpecial is a FIFO, socket, device or other irregular file (removed).
+	FoundSpecial FindingKind = iota + 1
+	// FoundHardLink is a file or symlink with more than one link (removed).
+	FoundHardLink
+	// FoundMode is a regular file with other permission bits than a checkout gives (removed).
+	FoundMode
+	// FoundDirMode is a directory with other permission bits (set back in place).
+	FoundDirMode
+)
 
 func (f Finding) String() string { return strconv.Quote(f.Path) + ": " + f.What }
 
@@ -54,31 +67,31 @@ func shapeOf(top fs.FileMode) shape {
 	return shape{dir: top & modeBits, perms: runtime.GOOS != "windows"}
 }
 
-// odd says what is wrong with an entry, or "".
-func (sh shape) odd(e entryInfo) string {
+// odd says what is wrong with an entry: its kind and a description; kind 0 when nothing is.
+func (sh shape) odd(e entryInfo) (FindingKind, string) {
 	switch t := e.mode.Type(); {
 	case t == fs.ModeDir:
 		if sh.perms && e.mode&modeBits != sh.dir {
-			return fmt.Sprintf("directory mode %v, want %v", e.mode&modeBits|fs.ModeDir, sh.dir|fs.ModeDir)
+			return FoundDirMode, fmt.Sprintf("directory mode %v, want %v", e.mode&modeBits|fs.ModeDir, sh.dir|fs.ModeDir)
 		}
-		return ""
+		return 0, ""
 	case t == fs.ModeNamedPipe:
-		return "a FIFO"
+		return FoundSpecial, "a FIFO"
 	case t == fs.ModeSocket:
-		return "a unix socket"
+		return FoundSpecial, "a unix socket"
 	case t&fs.ModeDevice != 0:
-		return "a device node"
+		return FoundSpecial, "a device node"
 	case t != 0 && t != fs.ModeSymlink:
-		return "an irregular file (" + t.String() + ")"
+		return FoundSpecial, "an irregular file (" + t.String() + ")"
 	case e.links > 1:
-		return fmt.Sprintf("a hard link (%d links)", e.links)
+		return FoundHardLink, fmt.Sprintf("a hard link (%d links)", e.links)
 	case t == 0 && sh.perms:
 		file := sh.dir.Perm() &^ 0o111
 		if m := e.mode & modeBits; m != file && m != sh.dir.Perm() {
-			return fmt.Sprintf("mode %v, want %v", m, file)
+			return FoundMode, fmt.Sprintf("mode %v, want %v", m, file)
 		}
 	}
-	return ""
+	return 0, ""
 }
 
 // visitFunc is called for every entry below the top, directories before their contents; for a
@@ -169,17 +182,18 @@ func (s *slot) tidy(root *os.Root, shapes bool) (int, []Finding, error) {
 			}
 			return false, root.Mkdir(filepath.FromSlash(p), 0o755)
 		}
-		what := ""
+		var kind FindingKind
+		var what string
 		if shapes {
-			what = sh.odd(e)
+			kind, what = sh.odd(e)
 		}
-		if what == "" {
+		if kind == 0 {
 			return true, nil
 		}
 		if len(found) < maxFindings {
-			found = append(found, Finding{Path: p, What: what, Dir: e.mode.IsDir()})
+			found = append(found, Finding{Path: p, What: what, Kind: kind})
 		}
-		if e.mode.IsDir() {
+		if kind == FoundDirMode {
 			// root.Chmod never follows a symlink out of the work tree.
 			if err := root.Chmod(filepath.FromSlash(p), sh.dir); err != nil {
 				return false, fmt.Errorf("chmod %q: %w", p, err)
@@ -200,8 +214,8 @@ func oddEntries(root *os.Root, top fs.FileMode) ([]Finding, error) {
 		if strings.EqualFold(name, ".git") {
 			return false, nil
 		}
-		if what := sh.odd(e); what != "" && len(found) < maxFindings {
-			found = append(found, Finding{Path: p, What: what, Dir: e.mode.IsDir()})
+		if kind, what := sh.odd(e); kind != 0 && len(found) < maxFindings {
+			found = append(found, Finding{Path: p, What: what, Kind: kind})
 		}
 		return true, nil
 	})
@@ -240,7 +254,7 @@ func (g *Git) withOddEntries(ctx context.Context, o runOpts, files []FileChange,
 		}
 		status := "A"
 		switch {
-		case tracked[f.Path] && strings.HasPrefix(f.What, "a ") && !strings.HasPrefix(f.What, "a hard link"):
+		case tracked[f.Path] && f.Kind == FoundSpecial:
 			status = "T"
 		case tracked[f.Path]:
 			status = "M"

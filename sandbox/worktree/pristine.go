@@ -35,7 +35,7 @@ type slot struct {
 	gitlinks    []string          // commit's submodule paths
 	attrs       []string          // commit's tracked .gitattributes files
 	found       []Finding         // what the last prepare found and removed or repaired
-	noShapes    bool              // benchmarks: skip the shape checks (see tidy)
+	noShapes    bool              // benchmarks: scrub as before the shape checks (see tidy)
 }
 
 // poolConfig is prepended to every git command on a pooled worktree: a file whose content
@@ -209,15 +209,30 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 //   - tracked .gitattributes are rewritten from the index first, so the refresh compares
 //     content with the commit's attributes, not the run's.
 func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]Finding, bool, error) {
-	n, found, err := s.tidy(root, !s.noShapes)
+	// tidy's walk and git's listing of untracked files read the same directories: side by side.
+	var n int
+	var found []Finding
+	var out []byte
+	others := func() (err error) {
+		out, err = g.run(ctx, o, poolArgs("ls-files", "--others", "--directory", "-z")...)
+		return err
+	}
+	walk := func() (err error) { n, found, err = s.tidy(root, !s.noShapes); return err }
+	var err error
+	if s.noShapes { // the walk as it was before the shape checks (benchmarks)
+		if err = walk(); err == nil {
+			err = others()
+		}
+	} else {
+		err = parallel(walk, others)
+	}
+	if err == nil && len(found) > 0 {
+		err = others() // a directory tidy opened up (chmod) may have been unreadable to git
+	}
 	if err != nil {
 		return nil, false, err
 	}
 	dirty := n > 0
-	out, err := g.run(ctx, o, poolArgs("ls-files", "--others", "--directory", "-z")...)
-	if err != nil {
-		return nil, false, err
-	}
 	for p := range strings.SplitSeq(string(out), "\x00") {
 		if p = strings.TrimSuffix(p, "/"); p == "" {
 			continue
