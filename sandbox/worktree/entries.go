@@ -249,8 +249,9 @@ func (g *Git) withOddEntries(ctx context.Context, o runOpts, files []FileChange,
 		tracked[p] = true
 	}
 	for _, f := range found {
-		if slices.ContainsFunc(files, func(c FileChange) bool { return c.Path == f.Path }) {
-			continue
+		if slices.ContainsFunc(files, func(c FileChange) bool { return c.Path == f.Path }) ||
+			!tracked[f.Path] && (f.Kind == FoundMode || f.Kind == FoundDirMode) {
+			continue // git listed it, or a new entry's permissions (the run's umask)
 		}
 		status := "A"
 		switch {

@@ -232,6 +232,7 @@ func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]F
 	if err != nil {
 		return nil, false, err
 	}
+	found = untrackedModesAside(found, out)
 	dirty := n > 0
 	for p := range strings.SplitSeq(string(out), "\x00") {
 		if p = strings.TrimSuffix(p, "/"); p == "" {
@@ -255,6 +256,29 @@ func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]F
 		return found, true, nil
 	}
 	return found, dirty, err
+}
+
+// untrackedModesAside drops the permission findings of untracked entries (others: ls-files
+// --others --directory -z), which are deleted anyway: a run's umask is not worth a warning.
+func untrackedModesAside(found []Finding, others []byte) []Finding {
+	if len(found) == 0 {
+		return found
+	}
+	untracked := map[string]bool{}
+	for p := range strings.SplitSeq(string(others), "\x00") {
+		untracked[strings.TrimSuffix(p, "/")] = true
+	}
+	return slices.DeleteFunc(found, func(f Finding) bool {
+		if f.Kind != FoundMode && f.Kind != FoundDirMode {
+			return false
+		}
+		for p := f.Path; p != "."; p = path.Dir(p) {
+			if untracked[p] {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // poolArgs prefixes args with poolConfig.
