@@ -35,7 +35,8 @@ const (
 	FoundSpecial FindingKind = iota + 1
 	// FoundHardLink is a file or symlink with more than one link (removed).
 	FoundHardLink
-	// FoundMode is a regular file with other permission bits than a checkout gives (removed).
+	// FoundMode is a regular file with other permission bits than a checkout gives (set back in
+	// place: the read and write bits a checkout gives, the execute bits as the owner's).
 	FoundMode
 	// FoundDirMode is a directory with other permission bits (set back in place).
 	FoundDirMode
@@ -153,7 +154,7 @@ func walkEntriesStat(root *os.Root, stat bool, visit visitFunc) error {
 // repository; everything inside a submodule directory (which git does not look into either) is
 // removed, and a submodule path that is no longer a directory is replaced by an empty one. Every
 // other entry that fails the shape (see Finding) is removed — a tracked file comes back from
-// the reset — or, for a directory, set to the shape's mode. It returns how many entries it
+// the reset — or, for permission bits, set to the shape's. It returns how many entries it
 // removed and what it found (at most maxFindings).
 func (s *slot) tidy(root *os.Root, shapes bool) (int, []Finding, error) {
 	links := map[string]bool{}
@@ -193,12 +194,21 @@ func (s *slot) tidy(root *os.Root, shapes bool) (int, []Finding, error) {
 		if len(found) < maxFindings {
 			found = append(found, Finding{Path: p, What: what, Kind: kind})
 		}
-		if kind == FoundDirMode {
+		switch kind {
+		case FoundDirMode, FoundMode:
+			mode := sh.dir
+			if kind == FoundMode {
+				// git judges the execute bit against the commit and rewrites a file that differs.
+				mode = sh.dir.Perm() &^ 0o111
+				if e.mode&0o100 != 0 {
+					mode = sh.dir.Perm()
+				}
+			}
 			// root.Chmod never follows a symlink out of the work tree.
-			if err := root.Chmod(filepath.FromSlash(p), sh.dir); err != nil {
+			if err := root.Chmod(filepath.FromSlash(p), mode); err != nil {
 				return false, fmt.Errorf("chmod %q: %w", p, err)
 			}
-			return true, nil
+			return kind == FoundDirMode, nil
 		}
 		return false, remove(p)
 	})
