@@ -201,9 +201,8 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 // differs from the private index — which needs a reset. A planted .git is an error (see tidy);
 // otherwise it removes
 //   - anything inside submodule directories, which git does not look into;
-//   - FIFOs, sockets, devices, hard links and files with other permission bits than a checkout
-//     gives (tracked files come back from the reset), and sets directories to the work tree's
-//     mode;
+//   - FIFOs, sockets, devices and hard links (tracked files come back from the reset), and sets
+//     files and directories with other permission bits than a checkout gives back to those;
 //   - every untracked and ignored file and directory (ls-files --others --directory, no
 //     excludes);
 //   - tracked .gitattributes are rewritten from the index first, so the refresh compares
