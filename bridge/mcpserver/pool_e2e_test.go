@@ -118,3 +118,51 @@ func mustGlob(t *testing.T, pattern string) []string {
 	}
 	return m
 }
+
+// TestDockerWorkspacePoolState: a container run planted FIFOs (one where a tracked file was), a
+// unix socket, a hard link, group/other-writable and set-id bits in the mounted worktree. Its
+// touched report lists them; the next call reuses the worktree, finds none of it (a blocking
+// read of each planted path returns at once) and is warned what was removed.
+func TestDockerWorkspacePoolState(t *testing.T) {
+	e := newDockerEnv(t, "--workspace-pool", "1")
+	gitInit(t, e.work, poolRepo)
+	head := workTree(t, e.work)
+	call := func(prompt string) map[string]any {
+		t.Helper()
+		sc, _ := dockerCall(e, "ask_cline_workspace", map[string]any{"prompt": prompt, "cwd": e.work})
+		wantDockerOK(t, sc)
+		return sc
+	}
+	sc := call("Plant fake:attack_pool_state")
+	rep := report(t, sc)
+	for _, step := range []string{"fifo", "fifo_tracked", "socket", "link", "chmod", "setuid", "dir"} {
+		if rep[step] != "ok" {
+			t.Fatalf("the attack's %s step did not happen in the container: %v", step, rep)
+		}
+	}
+	wantPool(t, sc, false, true)
+	touched := touchedPaths(t, sc)
+	for p, st := range map[string]string{"notes.fifo": "A", "doc/text.md": "T", "agent.sock": "A", "src/b.go": "M", "README.md": "M", "src/a.go": "M"} {
+		if touched[p] != st {
+			t.Errorf("touched report %v: want %s %s", touched, p, st)
+		}
+	}
+
+	sc = call("Probe fake:probe_pool_state")
+	wantPool(t, sc, true, true)
+	poolStateReport(t, sc)
+	for _, w := range []string{"git does not undo", `"notes.fifo": a FIFO`, `"agent.sock": a unix socket`, `"src/b.go": a hard link`} {
+		if !warned(sc, w) {
+			t.Errorf("warnings %v: want %q", sc["warnings"], w)
+		}
+	}
+	idle := mustGlob(t, filepath.Join(e.root, "tmp", "cline-mcp-worktrees", "*", "wt"))
+	if len(idle) != 1 {
+		t.Fatalf("idle worktrees %v, want one", idle)
+	}
+	wantTree(t, "the idle pooled worktree", workTree(t, idle[0]), head)
+	if !e.sess.Stop() {
+		t.Errorf("the server did not exit cleanly")
+	}
+	e.noWorktreesLeft("after the server exited")
+}

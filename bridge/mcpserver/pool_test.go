@@ -270,3 +270,63 @@ func TestWorkspacePoolSweptAfterCrash(t *testing.T) {
 	newEnvLike(t, e, "--workspace-pool", "1")
 	e.noWorktreesLeft("after the next server's sweep")
 }
+
+// poolStateReport checks a probe_pool_state answer: no read hung, nothing odd left.
+func poolStateReport(t *testing.T, sc map[string]any) {
+	t.Helper()
+	rep := report2(t, sc)
+	reads, _ := rep["reads"].(map[string]any)
+	if len(reads) == 0 {
+		t.Fatalf("the probe read nothing: %v", rep)
+
+	}
+	for p, r := range reads {
+		if r == "hung" {
+			t.Errorf("reading %s in the reused worktree hung: an earlier run's FIFO was left there", p)
+		}
+	}
+	if odd, _ := rep["odd"].([]any); len(odd) > 0 {
+		t.Errorf("the reused worktree holds what an earlier run left: %v", odd)
+	}
+}
+
+// TestWorkspacePoolStateGitDoesNotUndo: a run that ignored the read-only policy planted FIFOs (one
+// where a tracked file was), a unix socket, a hard link, group/other-writable and set-id bits; the
+// next call reuses the worktree, none of it is left (a blocking read of each planted path
+// returns), and a warning names what was found.
+func TestWorkspacePoolStateGitDoesNotUndo(t *testing.T) {
+	e := prepareEnv(t)
+	gitInit(t, e.work, poolRepo)
+	e.start("--workspace-pool", "1")
+	head := workTree(t, e.work)
+	args := func(prompt string) map[string]any { return map[string]any{"prompt": prompt, "cwd": e.work} }
+
+	res, sc := e.call("ask_cline_workspace", args("Plant fake:attack_pool_state"))
+	mcpsession.WantOK(t, res, sc)
+	rep := report(t, sc)
+	for _, step := range []string{"fifo", "fifo_tracked", "socket", "link", "chmod", "setuid", "dir"} {
+		if rep[step] != "ok" {
+			t.Fatalf("the attack's %s step did not happen: %v", step, rep)
+		}
+	}
+	wantPool(t, sc, false, true)
+	first := e.lastCwd()
+
+	res, sc = e.call("ask_cline_workspace", args("Probe fake:probe_pool_state"))
+	mcpsession.WantOK(t, res, sc)
+	wantPool(t, sc, true, true)
+	if got := e.lastCwd(); got != first {
+		t.Errorf("second call ran in %s, want the pooled %s", got, first)
+	}
+	poolStateReport(t, sc)
+	for _, w := range []string{"git does not undo", `"notes.fifo": a FIFO`, `"agent.sock": a unix socket`, `"src": directory mode`} {
+		if !warned(sc, w) {
+			t.Errorf("warnings %v: want %q", sc["warnings"], w)
+		}
+	}
+	wantTree(t, "the idle pooled worktree", workTree(t, first), head)
+	if !e.sess.Stop() {
+		t.Errorf("the server did not exit cleanly")
+	}
+	e.noWorktreesLeft("after the server exited")
+}

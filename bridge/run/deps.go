@@ -84,6 +84,7 @@ type WorktreeInfo struct {
 	Repo      worktree.Repo
 	Reused    bool
 	Discarded []error
+	Cleaned   []worktree.Finding
 }
 
 var (
@@ -182,7 +183,7 @@ type managedWorktree struct {
 }
 
 func (w managedWorktree) Info() WorktreeInfo {
-	return WorktreeInfo{Path: w.wt.Path, Commit: w.wt.Commit, Repo: w.wt.Repo, Reused: w.wt.Reused, Discarded: w.wt.Discarded}
+	return WorktreeInfo{Path: w.wt.Path, Commit: w.wt.Commit, Repo: w.wt.Repo, Reused: w.wt.Reused, Discarded: w.wt.Discarded, Cleaned: w.wt.Cleaned}
 }
 
 func (w managedWorktree) Touched(ctx context.Context) ([]worktree.FileChange, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
@@ -37,6 +38,9 @@ func (k *call) workspace(ctx context.Context) Result {
 	k.res.Worktree = report
 	for _, err := range wt.Discarded {
 		k.warnings = append(k.warnings, fmt.Sprintf("a pooled worktree failed its check before the run and was replaced by a fresh one: %v", err))
+	}
+	if len(wt.Cleaned) > 0 {
+		k.warnings = append(k.warnings, cleanedWarning(wt.Cleaned))
 	}
 	k.repo = &wt.Repo // recorded at creation: mounts, the touched report and cleanup use only this
 	k.dir = wt.Path
@@ -85,4 +89,21 @@ func (k *call) workspace(ctx context.Context) Result {
 	report.Pooled = rel.Pooled
 	report.Path = ""
 	return res
+}
+
+// cleanedWarning names what the pool removed or repaired in a reused worktree before the run
+// (worktree.Finding), at most ten entries.
+func cleanedWarning(found []worktree.Finding) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the pooled worktree held what an earlier run left and git does not undo (%d entries); removed or repaired before this run: ", len(found))
+	for i, f := range found[:min(len(found), 10)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.String())
+	}
+	if len(found) > 10 {
+		b.WriteString(", ...")
+	}
+	return b.String()
 }

@@ -71,6 +71,17 @@ func TestWorkspace(t *testing.T) {
 			report: func(h *harness) *WorktreeReport {
 				return &WorktreeReport{Commit: "1111111", Reused: true, Pooled: true, Touched: []ChangedFile{{Path: "hello.txt", Status: "A"}}}
 			}},
+		{name: "pooled worktree cleaned: what was found is named", steps: ok, setup: func(h *harness) {
+			h.wts.released = worktree.Released{Pooled: true}
+			h.wts.info.Reused = true
+			h.wts.info.Cleaned = []worktree.Finding{{Path: "notes.txt", What: "a FIFO"}, {Path: "src/a.go", What: "a hard link (2 links)"}}
+		},
+			want:     result{ok: true, attempts: 1, isolation: []sandbox.Isolation{host}},
+			events:   []string{"git.TopLevel", "wt.Acquire", "settings.Begin", "host.Run", "hold.End", "wt.Release"},
+			warnings: []string{`git does not undo (2 entries); removed or repaired before this run: "notes.txt": a FIFO, "src/a.go": a hard link (2 links)`},
+			report: func(h *harness) *WorktreeReport {
+				return &WorktreeReport{Commit: "1111111", Reused: true, Pooled: true}
+			}},
 		{name: "metadata changed: removed instead of pooled", steps: ok,
 			setup:    func(h *harness) { h.wts.released = worktree.Released{Discarded: errors.New("HEAD rewritten")} },
 			want:     result{ok: true, attempts: 1, isolation: []sandbox.Isolation{host}},

@@ -66,6 +66,7 @@ func init() {
 	}
 	maps.Copy(scenarios, attackScenarios)
 	maps.Copy(scenarios, copyAttackScenarios)
+	maps.Copy(scenarios, poolAttackScenarios)
 }
 
 func listScenarios(w io.Writer) {

@@ -27,8 +27,10 @@
 //   - Manager.Touched(ctx, wt) and Worktree.Remove(ctx): the workspace worktree, by wt.Repo;
 //   - Worktree.Release(ctx) and Manager.Acquire(ctx, dir) on a pooled worktree (slot.check,
 //     Manager.prepare): its git metadata compared with the record, a planted .git refused,
-//     untracked files deleted through an os.Root, tracked files restored and moved by git pinned
-//     to the record on a private index no run can reach, and the result verified;
+//     what git neither reports nor undoes (FIFOs, sockets, devices, hard links, permission and
+//     set-id bits: Finding) removed or repaired and reported in Worktree.Cleaned, untracked
+//     files deleted through an os.Root, tracked files restored and moved by git pinned to the
+//     record on a private index no run can reach, and the result verified;
 //   - Manager.Sweep(ctx): a crashed server's worktrees, by the paths in its owner.json.
 //
 // They pass the recorded git dir, common dir, work tree and index explicitly, never follow a

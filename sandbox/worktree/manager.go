@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -61,10 +62,14 @@ type Worktree struct {
 	// Discarded are the reasons why pooled worktrees that Acquire tried before this one failed
 	// verification; each of them was removed.
 	Discarded []error
+	// Cleaned is what Acquire found in a reused worktree's files and removed or repaired
+	// before handing it out (see Finding): left by an earlier run.
+	Cleaned []Finding
 
 	m     *Manager
-	entry string // our private dir holding owner.json and Path
-	slot  *slot  // the pooled worktree behind this handle; nil when it cannot be pooled
+	entry string      // our private dir holding owner.json and Path
+	top   fs.FileMode // Path's mode when git created it: the mode of every directory it made
+	slot  *slot       // the pooled worktree behind this handle; nil when it cannot be pooled
 
 	mu   sync.Mutex
 	done bool // removed or released: the handle no longer owns the worktree
@@ -227,6 +232,12 @@ func (m *Manager) create(ctx context.Context, src Repo, commit string, pooled bo
 		var rec Repo
 		if rec, err = g.Open(ctx, wt.Path); err == nil {
 			err = wt.adopt(rec, src)
+		}
+		if err == nil {
+			var fi fs.FileInfo
+			if fi, err = os.Lstat(wt.Path); err == nil {
+				wt.top = fi.Mode()
+			}
 		}
 		if err == nil {
 			o.Admin = wt.Repo.GitDir
@@ -396,7 +407,9 @@ func (w *Worktree) Remove(ctx context.Context) error {
 }
 
 // Touched lists the files Cline changed inside the worktree relative to its commit: modified,
-// deleted and renamed tracked files and new untracked (non-ignored) files. It crosses the trust
+// deleted and renamed tracked files and new untracked (non-ignored) files, and what git does
+// not report (see Finding): FIFOs, sockets and devices ("A", or "T" for a tracked path), hard
+// links and permission bits a checkout does not give ("M" for a tracked path). It crosses the trust
 // boundary like Inspect: it uses only wt.Repo, recorded at creation, and runs nothing the run
 // could have configured. The worktree's index is not written.
 func (m *Manager) Touched(ctx context.Context, wt *Worktree) ([]FileChange, error) {
@@ -413,6 +426,11 @@ func (m *Manager) Touched(ctx context.Context, wt *Worktree) ([]FileChange, erro
 	files, _, err := g.diffFiles(ctx, o, wt.Commit, ev.Tree)
 	if err != nil {
 		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
+	}
+	if wt.top != 0 {
+		if files, err = g.withOddEntries(ctx, o, files, wt.Commit, wt.top); err != nil {
+			return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
+		}
 	}
 	return files, nil
 }

@@ -63,7 +63,7 @@ func (m *Manager) Acquire(ctx context.Context, repoDir string) (*Worktree, error
 		err := m.prepare(ctx, s, src, commit)
 		if err == nil {
 			wt := s.handle(m)
-			wt.Reused, wt.Discarded = true, discarded
+			wt.Reused, wt.Discarded, wt.Cleaned = true, discarded, s.found
 			return wt, nil
 		}
 		rerr := m.removeRecorded(ctx, s.path, s.repo.CommonDir, s.repo.GitDir, s.entry)

@@ -34,6 +34,8 @@ type slot struct {
 	tree        string            // commit's tree
 	gitlinks    []string          // commit's submodule paths
 	attrs       []string          // commit's tracked .gitattributes files
+	found       []Finding         // what the last prepare found and removed or repaired
+	noShapes    bool              // benchmarks: scrub as before the shape checks (see tidy)
 }
 
 // poolConfig is prepended to every git command on a pooled worktree: a file whose content
@@ -68,7 +70,7 @@ func (m *Manager) newSlot(ctx context.Context, wt *Worktree) (*slot, error) {
 
 // handle gives the slot to one caller.
 func (s *slot) handle(m *Manager) *Worktree {
-	return &Worktree{Path: s.path, Commit: s.commit, Repo: s.repo, m: m, entry: s.entry, slot: s}
+	return &Worktree{Path: s.path, Commit: s.commit, Repo: s.repo, m: m, entry: s.entry, slot: s, top: s.top.Mode()}
 }
 
 // describe records commit and what the pool needs to know of it, from the private index,
@@ -154,10 +156,12 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 		return err
 	}
 	defer root.Close()
-	dirty, err := s.scrub(ctx, g, o, root)
+	s.found = nil
+	found, dirty, err := s.scrub(ctx, g, o, root)
 	if err != nil {
 		return err
 	}
+	s.found = found
 	if dirty || commit != s.commit {
 		if _, err := g.run(ctx, o, poolArgs("read-tree", "--reset", "-u", "--end-of-options", commit)...); err != nil {
 			return err
@@ -165,11 +169,11 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 		if err := s.describe(ctx, g, o, commit); err != nil {
 			return err
 		}
-		if dirty, err = s.scrub(ctx, g, o, root); err != nil {
+		if found, dirty, err = s.scrub(ctx, g, o, root); err != nil {
 			return err
 		}
-		if dirty {
-			return errors.New("the work tree is not pristine after the reset")
+		if dirty || len(found) > 0 {
+			return fmt.Errorf("the work tree is not pristine after the reset %v", found)
 		}
 	}
 	out, err := g.run(ctx, o, poolArgs("write-tree")...)
@@ -192,30 +196,49 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 	return err
 }
 
-// scrub removes what does not belong in the work tree and reports whether it found anything —
-// a removed entry or a tracked file that differs from the private index — which needs a reset.
-// A planted .git is an error (see removePlanted); otherwise it removes
+// scrub removes what does not belong in the work tree and reports what git would not have
+// seen (see tidy) and whether it found anything — a removed entry or a tracked file that
+// differs from the private index — which needs a reset. A planted .git is an error (see tidy);
+// otherwise it removes
 //   - anything inside submodule directories, which git does not look into;
+//   - FIFOs, sockets, devices and hard links (tracked files come back from the reset), and sets
+//     files and directories with other permission bits than a checkout gives back to those;
 //   - every untracked and ignored file and directory (ls-files --others --directory, no
 //     excludes);
 //   - tracked .gitattributes are rewritten from the index first, so the refresh compares
 //     content with the commit's attributes, not the run's.
-func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) (bool, error) {
-	n, err := s.removePlanted(root)
-	if err != nil {
-		return false, err
+func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]Finding, bool, error) {
+	// tidy's walk and git's listing of untracked files read the same directories: side by side.
+	var n int
+	var found []Finding
+	var out []byte
+	others := func() (err error) {
+		out, err = g.run(ctx, o, poolArgs("ls-files", "--others", "--directory", "-z")...)
+		return err
 	}
+	walk := func() (err error) { n, found, err = s.tidy(root, !s.noShapes); return err }
+	var err error
+	if s.noShapes { // the walk as it was before the shape checks (benchmarks)
+		if err = walk(); err == nil {
+			err = others()
+		}
+	} else {
+		err = parallel(walk, others)
+	}
+	if err == nil && len(found) > 0 {
+		err = others() // a directory tidy opened up (chmod) may have been unreadable to git
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	found = untrackedModesAside(found, out)
 	dirty := n > 0
-	out, err := g.run(ctx, o, poolArgs("ls-files", "--others", "--directory", "-z")...)
-	if err != nil {
-		return false, err
-	}
 	for p := range strings.SplitSeq(string(out), "\x00") {
 		if p = strings.TrimSuffix(p, "/"); p == "" {
 			continue
 		}
 		if err := root.RemoveAll(filepath.FromSlash(p)); err != nil {
-			return false, fmt.Errorf("remove %q: %w", p, err)
+			return nil, false, fmt.Errorf("remove %q: %w", p, err)
 		}
 		dirty = true
 	}
@@ -223,15 +246,38 @@ func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) (boo
 		co := o
 		co.stdin = strings.NewReader(strings.Join(s.attrs, "\x00") + "\x00")
 		if _, err := g.run(ctx, co, poolArgs("checkout-index", "-f", "-q", "-z", "--stdin")...); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
 	// Exit status 1: some tracked file differs from the index in content, mode or type.
 	_, err = g.run(ctx, o, poolArgs("update-index", "--really-refresh")...)
 	if exitCode(err, 1) {
-		return true, nil
+		return found, true, nil
 	}
-	return dirty, err
+	return found, dirty, err
+}
+
+// untrackedModesAside drops the permission findings of untracked entries (others: ls-files
+// --others --directory -z), which are deleted anyway: a run's umask is not worth a warning.
+func untrackedModesAside(found []Finding, others []byte) []Finding {
+	if len(found) == 0 {
+		return found
+	}
+	untracked := map[string]bool{}
+	for p := range strings.SplitSeq(string(others), "\x00") {
+		untracked[strings.TrimSuffix(p, "/")] = true
+	}
+	return slices.DeleteFunc(found, func(f Finding) bool {
+		if f.Kind != FoundMode && f.Kind != FoundDirMode {
+			return false
+		}
+		for p := f.Path; p != "."; p = path.Dir(p) {
+			if untracked[p] {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // poolArgs prefixes args with poolConfig.
@@ -246,64 +292,6 @@ func (s *slot) opts() (runOpts, func(), error) {
 	}
 	o.index = s.repo.Index
 	return o, done, nil
-}
-
-// removePlanted looks at every entry of the work tree through root without following a
-// symlink: an entry named .git (in any letter case) below the top is an error — git's own
-// walks skip such entries, so git would neither report nor remove them, and git run by the next
-// call would take it for a repository — and everything inside a submodule directory (which git
-// does not look into either) is removed; a submodule path that is no longer a directory is
-// replaced by an empty one. It returns how many entries it removed.
-func (s *slot) removePlanted(root *os.Root) (int, error) {
-	links := map[string]bool{}
-	for _, l := range s.gitlinks {
-		links[l] = true
-	}
-	n := 0
-	remove := func(p string) error {
-		n++
-		if err := root.RemoveAll(filepath.FromSlash(p)); err != nil {
-			return fmt.Errorf("remove %q: %w", p, err)
-		}
-		return nil
-	}
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		f, err := root.Open(filepath.FromSlash(dir))
-		if err != nil {
-			return err
-		}
-		list, err := f.ReadDir(-1)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		for _, de := range list {
-			p := path.Join(dir, de.Name())
-			switch {
-			case dir == "." && de.Name() == ".git": // the worktree's own, checked by check
-			case strings.EqualFold(de.Name(), ".git"):
-				return fmt.Errorf("a .git was planted at %q", p)
-			case links[dir]:
-				if err := remove(p); err != nil {
-					return err
-				}
-			case links[p] && !de.IsDir():
-				if err := remove(p); err != nil {
-					return err
-				}
-				if err := root.Mkdir(filepath.FromSlash(p), 0o755); err != nil {
-					return err
-				}
-			case de.IsDir(): // never a symlink: ReadDir reports links as links
-				if err := walk(p); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return n, walk(".")
 }
 
 // installIndex copies the private index over the worktree's own, through index.lock as git
