@@ -141,6 +141,21 @@ func mergeJSON(old []byte, key, name string, want map[string]any) ([]byte, error
 		return nil, err
 	}
 	patch := fmt.Sprintf(`[{"op":"add","path":"/%s/%s","value":%s}]`, key, name, entry)
+	if existing := v.Find("/" + key + "/" + name); existing != nil {
+		if _, ok := existing.Value.(*hujson.Object); !ok {
+			return nil, fmt.Errorf("%s.%s is not a JSON object, refusing to change it", key, name)
+		}
+		// keep what the user added to the entry (env, cwd, …): set only the fields setup owns
+		var fields map[string]json.RawMessage
+		_ = json.Unmarshal(entry, &fields)
+		var ops []string
+		for _, f := range []string{"type", "command", "args"} {
+			if raw, ok := fields[f]; ok {
+				ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/%s/%s/%s","value":%s}`, key, name, f, raw))
+			}
+		}
+		patch = "[" + strings.Join(ops, ",") + "]"
+	}
 	if err := v.Patch([]byte(patch)); err != nil {
 		return nil, err
 	}
@@ -168,22 +183,53 @@ func stringOr(v any) string {
 	return s
 }
 
-// mergeTOML replaces the tables of key.name (and its sub-tables) in a TOML document by the entry,
-// appended at the end; every other byte of the file stays as it was (comments included).
+// mergeTOML sets the keys setup owns in the table key.name (command, args, tool_timeout_sec) and
+// the approval of codexApprovedTools, keeping every other key, sub-table (env, …), comment and
+// byte of the file: the table's own header and owned keys are removed where they stand and the
+// table is written again at the end with the user's other keys of it.
 func mergeTOML(old []byte, key, name string, want map[string]any) ([]byte, error) {
 	var probe map[string]any
 	if err := toml.Unmarshal(old, &probe); err != nil {
 		return nil, fmt.Errorf("not valid TOML, refusing to change it (fix or move it, then run setup again): %w", err)
 	}
-	header := regexp.MustCompile(`^\s*\[\s*` + regexp.QuoteMeta(key) + `\s*\.\s*("?)` + regexp.QuoteMeta(name) + `("?)\s*(\.[^\]]*)?\]\s*(#.*)?$`)
-	var kept []string
-	skipping := false
+	table := `^\s*\[\s*` + regexp.QuoteMeta(key) + `\s*\.\s*"?` + regexp.QuoteMeta(name) + `"?\s*`
+	mainHeader := regexp.MustCompile(table + `\]\s*(#.*)?$`)
+	var approved []string
+	for _, t := range codexApprovedTools {
+		approved = append(approved, regexp.QuoteMeta(t))
+	}
+	toolHeader := regexp.MustCompile(table + `\.\s*tools\s*\.\s*"?(` + strings.Join(approved, "|") + `)"?\s*\]\s*(#.*)?$`)
+	owned := regexp.MustCompile(`^\s*(command|args|tool_timeout_sec)\s*=`)
+	var kept, mine []string
+	section, inArray := "", false // section: "" elsewhere, "main" or "tool"
 	for _, line := range strings.SplitAfter(string(old), "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "[") {
-			skipping = header.MatchString(strings.TrimRight(line, "\r\n"))
+		bare := strings.TrimRight(line, "\r\n")
+		switch {
+		case inArray:
+			inArray = !strings.Contains(bare, "]")
+			continue
+		case strings.HasPrefix(strings.TrimSpace(bare), "["):
+			switch {
+			case mainHeader.MatchString(bare):
+				section = "main"
+				continue
+			case toolHeader.MatchString(bare):
+				section = "tool"
+				continue
+			default:
+				section = ""
+			}
+		case section == "main" && owned.MatchString(bare):
+			inArray = strings.Contains(bare, "[") && !strings.Contains(bare, "]")
+			continue
 		}
-		if !skipping {
+		switch section {
+		case "main":
+			if strings.TrimSpace(bare) != "" {
+				mine = append(mine, strings.TrimRight(bare, "\r")+"\n")
+			}
+		case "tool":
+		default:
 			kept = append(kept, line)
 		}
 	}
@@ -191,12 +237,12 @@ func mergeTOML(old []byte, key, name string, want map[string]any) ([]byte, error
 	if out != "" {
 		out += "\n\n"
 	}
-	return []byte(out + tomlEntry(key, name, want)), nil
+	return []byte(out + tomlEntry(key, name, want, strings.Join(mine, ""))), nil
 }
 
 // tomlEntry writes the entry as TOML tables. JSON's string escapes are all valid in TOML basic
 // strings.
-func tomlEntry(key, name string, want map[string]any) string {
+func tomlEntry(key, name string, want map[string]any, extra string) string {
 	q := func(v any) string {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
@@ -213,13 +259,14 @@ func tomlEntry(key, name string, want map[string]any) string {
 	}
 	fmt.Fprintf(&b, "args = [%s]\n", strings.Join(args, ", "))
 	fmt.Fprintf(&b, "tool_timeout_sec = %d\n", want["tool_timeout_sec"])
+	b.WriteString(extra)
 	for _, t := range codexApprovedTools {
 		fmt.Fprintf(&b, "\n[%s.%s.tools.%s]\napproval_mode = \"approve\"\n", key, name, t)
 	}
 	return b.String()
 }
 
-// sameButEntry proves that merged holds want as key.name and that old and merged agree on
+// sameButEntry proves that merged holds want's fields in key.name and that old and merged agree on
 // everything else; a merge that would change anything else is refused.
 func sameButEntry(format string, old, merged []byte, key, name string, want map[string]any) error {
 	decode := func(b []byte) (map[string]any, error) {
@@ -230,7 +277,7 @@ func sameButEntry(format string, old, merged []byte, key, name string, want map[
 		if format == "toml" {
 			return m, toml.Unmarshal(b, &m)
 		}
-		std, err := hujson.Standardize(append([]byte(nil), b...))
+		std, err := hujson.Standardize(bytes.Clone(b))
 		if err != nil {
 			return nil, err
 		}
@@ -244,8 +291,8 @@ func sameButEntry(format string, old, merged []byte, key, name string, want map[
 	if err != nil {
 		return fmt.Errorf("the merged file does not parse (is %s.%s defined in an unusual way? edit it by hand): %w", key, name, err)
 	}
-	got := pluck(after, key, name)
-	pluck(before, key, name)
+	got := pluck(after, key, name, want)
+	pluck(before, key, name, want)
 	if !reflect.DeepEqual(normalize(got), normalize(want)) {
 		return fmt.Errorf("the merged file holds %v as %s.%s, not %v: edit it by hand", got, key, name, want)
 	}
@@ -255,18 +302,48 @@ func sameButEntry(format string, old, merged []byte, key, name string, want map[
 	return nil
 }
 
-// pluck removes m[key][name] and returns it; an emptied m[key] is removed too.
-func pluck(m map[string]any, key, name string) any {
+// pluck removes from m[key][name] the fields that want has (recursively for objects) and returns
+// them; whatever it empties is removed too.
+func pluck(m map[string]any, key, name string, want map[string]any) any {
 	servers, ok := m[key].(map[string]any)
 	if !ok {
 		return nil
 	}
-	v := servers[name]
-	delete(servers, name)
+	entry, ok := servers[name].(map[string]any)
+	if !ok {
+		return servers[name]
+	}
+	got := take(entry, want)
+	if len(entry) == 0 {
+		delete(servers, name)
+	}
 	if len(servers) == 0 {
 		delete(m, key)
 	}
-	return v
+	return got
+}
+
+// take moves the fields of want out of m (into the result), descending into objects.
+func take(m map[string]any, want map[string]any) map[string]any {
+	got := map[string]any{}
+	for k, w := range want {
+		v, ok := m[k]
+		if !ok {
+			continue
+		}
+		wm, wIsMap := w.(map[string]any)
+		vm, vIsMap := v.(map[string]any)
+		if wIsMap && vIsMap {
+			got[k] = take(vm, wm)
+			if len(vm) == 0 {
+				delete(m, k)
+			}
+			continue
+		}
+		got[k] = v
+		delete(m, k)
+	}
+	return got
 }
 
 // normalize makes decoded and built values comparable: through JSON, numbers as float64.

@@ -44,7 +44,7 @@ var realFiles = map[string]string{
 	"cursor":         `{"mcpServers": {"web": {"url": "http://localhost:3000/mcp"}}}`,
 	// VS Code's mcp.json is JSON with comments and trailing commas
 	"vscode": "{\n\t// my servers\n\t\"inputs\": [{\"type\": \"promptString\", \"id\": \"key\", \"password\": true},],\n\t\"servers\": {\n\t\t\"gh\": {\"type\": \"http\", \"url\": \"https://example.invalid/mcp\"}, // remote\n\t},\n}\n",
-	"codex": "# Codex settings\nmodel = \"o3\"\napproval_policy = \"never\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\" # keep this comment\nargs = [\"--x\"]\n\n[mcp_servers.cline]\ncommand = \"/old/cline-mcp\"\n\n[mcp_servers.cline.env]\nOLD = \"1\"\n\n[profiles.fast]\nmodel = \"o4-mini\"\n",
+	"codex":  "# Codex settings\nmodel = \"o3\"\napproval_policy = \"never\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\" # keep this comment\nargs = [\"--x\"]\n\n[mcp_servers.cline]\ncommand = \"/old/cline-mcp\"\n\n[mcp_servers.cline.env]\nOLD = \"1\"\n\n[profiles.fast]\nmodel = \"o4-mini\"\n",
 }
 
 // decodeAny parses a client file (JSON with comments or TOML) into maps.
@@ -102,8 +102,9 @@ func TestSetupMergesRealFiles(t *testing.T) {
 			}
 			got, _ := os.ReadFile(path)
 			before, after := decodeAny(t, client.format, old), decodeAny(t, client.format, got)
-			entry := pluck(after, client.key, "cline").(map[string]any)
-			pluck(before, client.key, "cline")
+			want := entryValue(client, setupEntry{command: "x", args: []string{}})
+			entry := pluck(after, client.key, "cline", want).(map[string]any)
+			pluck(before, client.key, "cline", want)
 			if !equalJSON(before, after) {
 				t.Errorf("setup changed more than the entry:\nbefore %v\nafter  %v", before, after)
 			}
@@ -158,7 +159,7 @@ func TestSetupNewFile(t *testing.T) {
 			t.Fatalf("%s: %s: %v", client.name, path, err)
 		}
 		m := decodeAny(t, client.format, b)
-		if e, _ := pluck(m, client.key, "cline").(map[string]any); e == nil || len(m) != 0 {
+		if e, _ := pluck(m, client.key, "cline", entryValue(client, setupEntry{})).(map[string]any); e == nil || len(m) != 0 {
 			t.Errorf("%s: new file holds %s", client.name, b)
 		}
 	}
@@ -286,6 +287,35 @@ func TestSetupIsDocumented(t *testing.T) {
 	for _, flag := range []string{"--print", "--name", "--config"} {
 		if !strings.Contains(string(b), flag) {
 			t.Errorf("docs/install.md does not document setup's %s", flag)
+		}
+	}
+}
+
+// TestSetupKeepsTheEntrysOtherFields: what the user added to an existing entry (env, a startup
+// timeout, an env sub-table, a multi-line args array replaced whole) survives; only command, args
+// (type) and Codex's tool_timeout_sec and approval are setup's.
+func TestSetupKeepsTheEntrysOtherFields(t *testing.T) {
+	home := setupHome(t)
+	cases := map[string]struct{ content, want string }{
+		"claude-code": {`{"mcpServers": {"cline": {"type": "stdio", "command": "/old", "args": ["--x"], "env": {"OPENAI_API_KEY": "sk-1"}}}}`,
+			`"OPENAI_API_KEY": "sk-1"`},
+		"codex": {"[mcp_servers.cline]\ncommand = \"/old\"\nargs = [\n  \"--x\",\n]\nstartup_timeout_sec = 20\n\n[mcp_servers.cline.env]\nOPENAI_API_KEY = \"sk-1\"\n\n[mcp_servers.cline.tools.apply_cline_edits]\napproval_mode = \"prompt\"\n",
+			"startup_timeout_sec = 20"},
+	}
+	for name, c := range cases {
+		file := filepath.Join(home, name+".conf")
+		os.WriteFile(file, []byte(c.content), 0o600)
+		if code, out, errOut := runSetupCmd(t, name, "--config", file, "--isolation", "docker"); code != 0 {
+			t.Fatalf("%s: exit %d: %s%s", name, code, out, errOut)
+		}
+		b, _ := os.ReadFile(file)
+		for _, w := range []string{c.want, "OPENAI_API_KEY", "--isolation=docker"} {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s: %q lost or missing:\n%s", name, w, b)
+			}
+		}
+		if strings.Contains(string(b), "/old") || strings.Contains(string(b), `"--x"`) || strings.Contains(string(b), `"prompt"`) {
+			t.Errorf("%s: the old command, args or approval stayed:\n%s", name, b)
 		}
 	}
 }
