@@ -150,7 +150,8 @@ release-check:
 	CLINE_MCP_RELEASE_TEST=1 $(GO) test -count=1 -timeout 60m -run '^TestReproducibleSnapshot$$' -v ./packaging/
 
 ## bundle: one MCP Bundle (.mcpb, Claude Desktop) per platform in ./dist, validated and packed with the
-## official mcpb CLI
+## official mcpb CLI; then dist/server.json (this version, the bundles' SHA-256), validated against the
+## MCP Registry's schema
 bundle: $(MCPB)
 	rm -rf dist/bundle dist/cline-mcp_*.mcpb
 	$(GO) run ./packaging/mcpb -version $(VERSION) -out dist/bundle >/dev/null
@@ -158,6 +159,8 @@ bundle: $(MCPB)
 	  node $(MCPB) validate $$d/manifest.json; \
 	  node $(MCPB) pack $$d dist/cline-mcp_$$p.mcpb >/dev/null; echo "dist/cline-mcp_$$p.mcpb"; \
 	done
+	$(GO) run ./packaging/mcpb -version $(VERSION) -out dist/bundle -server-json dist/server.json
+	CLINE_MCP_SERVER_JSON=$(CURDIR)/dist/server.json $(GO) test -count=1 -run '^TestServerJSONValidates$$' ./packaging/
 
 $(MCPB):
 	npm install --prefix $(CACHE_DIR)/mcpb-$(MCPB_VERSION) --no-audit --no-fund --loglevel=error \

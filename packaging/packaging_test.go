@@ -233,7 +233,11 @@ func TestServerJSONValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join("..", "server.json"))
+	path := filepath.Join("..", "server.json")
+	if p := os.Getenv("CLINE_MCP_SERVER_JSON"); p != "" { // make bundle: the release's dist/server.json
+		path = p
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +246,7 @@ func TestServerJSONValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := sch.Validate(inst); err != nil {
-		t.Errorf("server.json does not validate against %s:\n%v", url, err)
+		t.Errorf("%s does not validate against %s:\n%v", path, url, err)
 	}
 	if got := inst.(map[string]any)["$schema"]; got != url {
 		t.Errorf("server.json $schema %v, want the registry's current %s", got, url)

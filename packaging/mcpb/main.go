@@ -5,6 +5,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,7 +24,14 @@ func main() {
 	version := flag.String("version", "dev", "version of the bundles (v1.2.3, or anything else for 0.0.0-<it>)")
 	out := flag.String("out", "dist/bundle", "directory for one staging directory per target")
 	targets := flag.String("targets", "linux/amd64,linux/arm64,darwin/amd64,darwin/arm64,windows/amd64,windows/arm64", "GOOS/GOARCH list")
+	serverJSON := flag.String("server-json", "", "instead: write server.json for this version to this file, with the identifiers and SHA-256 of the packed bundles in the directory of -out's parent")
 	flag.Parse()
+	if *serverJSON != "" {
+		if err := releaseServerJSON(*serverJSON, filepath.Dir(*out), *version); err != nil {
+			fail(err)
+		}
+		return
+	}
 	tmpl, err := os.ReadFile(filepath.Join("packaging", "mcpb", "manifest.json"))
 	if err != nil {
 		fail(err)
@@ -95,4 +104,37 @@ func stage(tmpl []byte, dir, goos, goarch, version string) error {
 		}
 	}
 	return nil
+}
+
+// releaseServerJSON writes server.json (the repository's) for version to out: the version, and for
+// each bundle package the release download URL and the SHA-256 of dist/<its file name>.
+func releaseServerJSON(out, dist, version string) error {
+	b, err := os.ReadFile("server.json")
+	if err != nil {
+		return err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	v := bundleVersion(version)
+	doc["version"] = v
+	for _, p := range doc["packages"].([]any) {
+		p := p.(map[string]any)
+		id := p["identifier"].(string)
+		file := id[strings.LastIndex(id, "/")+1:]
+		data, err := os.ReadFile(filepath.Join(dist, file))
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		p["fileSha256"] = hex.EncodeToString(sum[:])
+		p["version"] = v
+		p["identifier"] = "https://github.com/cline-mcp/cline-mcp/releases/download/v" + v + "/" + file
+	}
+	b, err = json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
