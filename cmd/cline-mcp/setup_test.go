@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -316,6 +317,27 @@ func TestSetupKeepsTheEntrysOtherFields(t *testing.T) {
 		}
 		if strings.Contains(string(b), "/old") || strings.Contains(string(b), `"--x"`) || strings.Contains(string(b), `"prompt"`) {
 			t.Errorf("%s: the old command, args or approval stayed:\n%s", name, b)
+		}
+	}
+}
+
+// TestBuildVersion: a linker-stamped version wins, else the module version of `go install …@v`,
+// else dev (a checkout build records "(devel)").
+func TestBuildVersion(t *testing.T) {
+	mod := func(v string) *debug.BuildInfo { return &debug.BuildInfo{Main: debug.Module{Version: v}} }
+	for _, c := range []struct {
+		stamped string
+		info    *debug.BuildInfo
+		want    string
+	}{
+		{"v1.2.3", mod("v9.9.9"), "v1.2.3"},
+		{"dev", mod("v1.4.0"), "v1.4.0"},
+		{"", mod("v1.4.0"), "v1.4.0"},
+		{"dev", mod("(devel)"), "dev"},
+		{"dev", nil, "dev"},
+	} {
+		if got := buildVersion(c.stamped, c.info, c.info != nil); got != c.want {
+			t.Errorf("buildVersion(%q, %v) = %q, want %q", c.stamped, c.info, got, c.want)
 		}
 	}
 }
