@@ -19,10 +19,16 @@ func TestReproducibleSnapshot(t *testing.T) {
 		t.Skip("set CLINE_MCP_RELEASE_TEST=1 (make release-check): builds every release target twice")
 	}
 	root, _ := filepath.Abs("..")
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := strings.TrimSpace(string(head)) // both builds of this one commit, whatever HEAD does meanwhile
 	var sums []map[string]string
 	for i := range 2 {
 		clone := filepath.Join(t.TempDir(), "clone"+string(rune('a'+i)))
 		run(t, root, "git", "clone", "-q", "--no-hardlinks", root, clone)
+		run(t, clone, "git", "checkout", "-q", "--detach", commit)
 		run(t, clone, "go", "tool", "-modfile=tools/go.mod", "goreleaser", "build", "--snapshot", "--clean")
 		sums = append(sums, binarySums(t, filepath.Join(clone, "dist")))
 	}
@@ -34,7 +40,7 @@ func TestReproducibleSnapshot(t *testing.T) {
 			t.Errorf("%s differs between two builds of one commit: %s vs %s", name, sum, sums[1][name])
 		}
 	}
-	t.Logf("%d binaries identical across two builds", len(sums[0]))
+	t.Logf("%d binaries of %s identical across two builds", len(sums[0]), commit)
 }
 
 func run(t *testing.T, dir string, name string, args ...string) {
