@@ -11,9 +11,11 @@ import (
 	"testing"
 )
 
-// TestReproducibleSnapshot: two goreleaser snapshot builds of HEAD, each in its own fresh clone
-// (another directory, another dist), give byte-identical binaries for every target. It runs
-// goreleaser twice, so only with CLINE_MCP_RELEASE_TEST=1 (make release-check, run by CI).
+// TestReproducibleSnapshot: goreleaser snapshot builds of one commit, each in its own fresh clone
+// (another directory, another dist), give byte-identical binaries: two full builds (every target)
+// sharing the build cache, and a third of the host's target with an empty build cache, so that
+// nothing of the first builds is reused. It runs goreleaser three times, so only with
+// CLINE_MCP_RELEASE_TEST=1 (make release-check, run by CI).
 func TestReproducibleSnapshot(t *testing.T) {
 	if os.Getenv("CLINE_MCP_RELEASE_TEST") != "1" {
 		t.Skip("set CLINE_MCP_RELEASE_TEST=1 (make release-check): builds every release target twice")
@@ -23,30 +25,41 @@ func TestReproducibleSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit := strings.TrimSpace(string(head)) // both builds of this one commit, whatever HEAD does meanwhile
-	var sums []map[string]string
-	for i := range 2 {
-		clone := filepath.Join(t.TempDir(), "clone"+string(rune('a'+i)))
-		run(t, root, "git", "clone", "-q", "--no-hardlinks", root, clone)
-		run(t, clone, "git", "checkout", "-q", "--detach", commit)
-		run(t, clone, "go", "tool", "-modfile=tools/go.mod", "goreleaser", "build", "--snapshot", "--clean")
-		sums = append(sums, binarySums(t, filepath.Join(clone, "dist")))
+	commit := strings.TrimSpace(string(head)) // every build of this one commit, whatever HEAD does meanwhile
+	goreleaser := filepath.Join(t.TempDir(), "goreleaser")
+	run(t, root, nil, "go", "build", "-modfile=tools/go.mod", "-o", goreleaser, "github.com/goreleaser/goreleaser/v2")
+	build := func(env []string, args ...string) map[string]string {
+		clone := filepath.Join(t.TempDir(), "clone")
+		run(t, root, nil, "git", "clone", "-q", "--no-hardlinks", root, clone)
+		run(t, clone, nil, "git", "checkout", "-q", "--detach", commit)
+		run(t, clone, env, goreleaser, append([]string{"build", "--snapshot", "--clean"}, args...)...)
+		return binarySums(t, filepath.Join(clone, "dist"))
 	}
-	if len(sums[0]) != 6 {
-		t.Fatalf("found %d binaries in the first build, want 6 (linux, darwin, windows × amd64, arm64): %v", len(sums[0]), sums[0])
+	a, b := build(nil), build(nil)
+	if len(a) != 6 {
+		t.Fatalf("found %d binaries in the first build, want 6 (linux, darwin, windows × amd64, arm64): %v", len(a), a)
 	}
-	for name, sum := range sums[0] {
-		if sums[1][name] != sum {
-			t.Errorf("%s differs between two builds of one commit: %s vs %s", name, sum, sums[1][name])
+	for name, sum := range a {
+		if b[name] != sum {
+			t.Errorf("%s differs between two builds of one commit: %s vs %s", name, sum, b[name])
 		}
 	}
-	t.Logf("%d binaries of %s identical across two builds", len(sums[0]), commit)
+	cold := build([]string{"GOCACHE=" + t.TempDir()}, "--single-target")
+	if len(cold) != 1 {
+		t.Fatalf("the single-target build made %v", cold)
+	}
+	for name, sum := range cold {
+		if a[name] != sum {
+			t.Errorf("%s built with an empty build cache differs: %s vs %s", name, sum, a[name])
+		}
+	}
+	t.Logf("%d binaries of %s identical across two builds; %v identical with an empty build cache", len(a), commit, cold)
 }
 
-func run(t *testing.T, dir string, name string, args ...string) {
+func run(t *testing.T, dir string, env []string, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
