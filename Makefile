@@ -20,7 +20,8 @@ CLINE_PKG  := images/cline/cline-cli-linux-$(CLINE_ARCH)-$(CLINE_VERSION).tgz
 # every target a user may build on; `make cross` compiles code and tests (all tags) for each
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: all build run test test-short lint bench e2e contract cross image image-fake image-egress clean fuzz
+.PHONY: all build run test test-short lint bench e2e contract cross image image-fake image-egress clean fuzz \
+	release-snapshot release-check bundle
 
 all: build
 
@@ -132,5 +133,39 @@ $(CLINE_PKG):
 	@rm -f images/cline/cline-cli-linux-*.tgz
 	npm pack --silent --pack-destination images/cline @cline/cli-linux-$(CLINE_ARCH)@$(CLINE_VERSION) >/dev/null
 
+# --- Release (docs/install.md#publishing-a-release). goreleaser and cyclonedx-gomod are pinned in
+# tools/go.mod, apart from the product's go.mod; mcpb (npm) goes to a cache dir outside the repo.
+GORELEASER   := $(GO) tool -modfile=tools/go.mod goreleaser
+MCPB_VERSION ?= 2.1.2
+CACHE_DIR    ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/cline-mcp
+MCPB         := $(CACHE_DIR)/mcpb-$(MCPB_VERSION)/node_modules/@anthropic-ai/mcpb/dist/cli/cli.js
+
+## release-snapshot: the release pipeline without publishing: archives (binary, README, docs/install.md,
+## licence files) for linux/darwin/windows × amd64/arm64, checksums.txt, CycloneDX SBOMs, .deb/.rpm and
+## the Homebrew formula, all in ./dist
+release-snapshot:
+	$(GORELEASER) release --snapshot --clean
+
+## release-check: two snapshot builds of HEAD in two fresh clones must give identical binaries
+release-check:
+	CLINE_MCP_RELEASE_TEST=1 $(GO) test -count=1 -timeout 60m -run '^TestReproducibleSnapshot$$' -v ./packaging/
+
+## bundle: one MCP Bundle (.mcpb, Claude Desktop) per platform in ./dist, validated and packed with the
+## official mcpb CLI; then dist/server.json (this version, the bundles' SHA-256), validated against the
+## MCP Registry's schema
+bundle: $(MCPB)
+	rm -rf dist/bundle dist/cline-mcp_*.mcpb
+	$(GO) run ./packaging/mcpb -version $(VERSION) -out dist/bundle >/dev/null
+	@set -e; for d in dist/bundle/*/; do p=$$(basename $$d); \
+	  node $(MCPB) validate $$d/manifest.json; \
+	  node $(MCPB) pack $$d dist/cline-mcp_$$p.mcpb >/dev/null; echo "dist/cline-mcp_$$p.mcpb"; \
+	done
+	$(GO) run ./packaging/mcpb -version $(VERSION) -out dist/bundle -server-json dist/server.json
+	CLINE_MCP_SERVER_JSON=$(CURDIR)/dist/server.json $(GO) test -count=1 -run '^TestServerJSONValidates$$' ./packaging/
+
+$(MCPB):
+	npm install --prefix $(CACHE_DIR)/mcpb-$(MCPB_VERSION) --no-audit --no-fund --loglevel=error \
+	  @anthropic-ai/mcpb@$(MCPB_VERSION)
+
 clean:
-	rm -rf $(BIN) images/fake-cline/fake-cline images/egress/cline-mcp-egress images/cline/cline-cli-linux-*.tgz
+	rm -rf $(BIN) dist images/fake-cline/fake-cline images/egress/cline-mcp-egress images/cline/cline-cli-linux-*.tgz

@@ -143,7 +143,44 @@ func buildInputSchema(spec toolSpec) (*jsonschema.Schema, error) {
 	p["timeoutSeconds"].Default = json.RawMessage(fmt.Sprint(DefaultTimeoutSeconds))
 	p["provider"].Pattern = idPattern.String()
 	p["model"].Pattern = idPattern.String()
+	for _, name := range s.PropertyOrder {
+		p[name].Description = withRules(p[name])
+	}
 	return s, nil
+}
+
+// withRules is the description of an input field with every rule of its schema that a client may
+// strip before the model sees it (Codex drops minimum, maximum, default, pattern and minLength)
+// spelled out, from the schema itself, so the two cannot disagree (TestDescriptionsCarryRules).
+func withRules(f *jsonschema.Schema) string {
+	var rules []string
+	if f.MinLength != nil {
+		rules = append(rules, fmt.Sprintf("at least %d character(s)", *f.MinLength))
+	}
+	if f.Minimum != nil && f.Maximum != nil {
+		rules = append(rules, fmt.Sprintf("%g to %g", *f.Minimum, *f.Maximum))
+	} else if f.Minimum != nil {
+		rules = append(rules, fmt.Sprintf("at least %g", *f.Minimum))
+	} else if f.Maximum != nil {
+		rules = append(rules, fmt.Sprintf("at most %g", *f.Maximum))
+	}
+	if f.Pattern != "" {
+		rules = append(rules, "matching "+f.Pattern)
+	}
+	if len(f.Enum) > 0 {
+		var vals []string
+		for _, v := range f.Enum {
+			vals = append(vals, fmt.Sprint(v))
+		}
+		rules = append(rules, "one of "+strings.Join(vals, ", "))
+	}
+	if f.Default != nil {
+		rules = append(rules, "default "+string(f.Default))
+	}
+	if len(rules) == 0 {
+		return f.Description
+	}
+	return strings.TrimSpace(f.Description + " (" + strings.Join(rules, "; ") + ")")
 }
 
 // buildOutputSchema is tool's outputSchema. It stays open (no additionalProperties:false) so a

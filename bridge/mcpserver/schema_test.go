@@ -379,3 +379,52 @@ func TestDumpSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDescriptionsCarryRules: every bound, length, pattern, enum value and default of an input
+// field also stands in its description, for clients that strip those keywords from the schema the
+// model sees (Codex: minimum, maximum, default, pattern, minLength).
+func TestDescriptionsCarryRules(t *testing.T) {
+	checked := 0
+	for _, spec := range toolSpecs {
+		in := schemas[spec.tool].in
+		for name, f := range in.Properties {
+			var want []string
+			if f.MinLength != nil {
+				want = append(want, fmt.Sprintf("at least %d", *f.MinLength))
+			}
+			if f.Minimum != nil {
+				want = append(want, fmt.Sprintf("%g", *f.Minimum))
+			}
+			if f.Maximum != nil {
+				want = append(want, fmt.Sprintf("%g", *f.Maximum))
+			}
+			if f.Pattern != "" {
+				want = append(want, f.Pattern)
+			}
+			for _, v := range f.Enum {
+				want = append(want, fmt.Sprint(v))
+			}
+			if f.Default != nil {
+				want = append(want, "default "+string(f.Default))
+			}
+			for _, w := range want {
+				checked++
+				if !strings.Contains(f.Description, w) {
+					t.Errorf("%s.%s: description %q does not say %q", spec.tool, name, f.Description, w)
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d rules checked; the test would prove little", checked)
+	}
+	var ts struct {
+		Properties map[string]struct{ Description string } `json:"properties"`
+	}
+	if err := json.Unmarshal(inputSchema("ask_cline"), &ts); err != nil {
+		t.Fatal(err)
+	}
+	if d := ts.Properties["timeoutSeconds"].Description; !strings.Contains(d, "1 to 300") || !strings.Contains(d, "default 180") {
+		t.Errorf("timeoutSeconds as advertised: %q, want 1 to 300 and default 180", d)
+	}
+}

@@ -30,20 +30,25 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		cmd, args = "version", args[1:]
+	}
 	switch cmd {
 	case "version":
-		fmt.Fprintf(stdout, "cline-mcp %s (%s/%s, %s)\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+		fmt.Fprintf(stdout, "cline-mcp %s (%s/%s, %s)\n", currentVersion(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 		return 0
 	case "help":
 		fs := newFlags(io.Discard)
 		(&config{}).register(fs)
 		usage(stdout, fs)
 		return 0
+	case "setup":
+		return setup(args, stdout, stderr)
 	case watchdogCommand:
 		return watchdog(args, stderr)
 	case "serve", "doctor":
 	default:
-		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, version, help)\n", cmd)
+		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, setup, version, help)\n", cmd)
 		return 2
 	}
 	fs := newFlags(stderr)
@@ -97,7 +102,9 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 Usage:
   cline-mcp [serve] [flags]   serve MCP on stdin/stdout (what MCP clients run)
   cline-mcp doctor [flags]    check the Cline CLI, its settings, git and Docker; exit 1 on a required failure
-  cline-mcp version           print the version
+  cline-mcp setup <client>    write the MCP configuration of claude-code, claude-desktop, cursor, codex or
+                              vscode for this binary (cline-mcp setup --help; --print only shows it)
+  cline-mcp version           print the version (also --version)
   cline-mcp help              this text
   cline-mcp watchdog ...      internal: the lifeline watchdog serve starts (not for direct use)
 

@@ -39,13 +39,13 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 	}
 	defer cleanup()
 	srv := mcpserver.New(mcpserver.Options{
-		Version:   version,
+		Version:   currentVersion(),
 		Runner:    runner,
 		Floor:     sandbox.Isolation(cfg.isolation),
 		Logger:    log,
 		Heartbeat: cfg.heartbeat,
 	})
-	log.Info("serving MCP on stdio", "version", version, "isolation", cfg.isolation, "pid", os.Getpid())
+	log.Info("serving MCP on stdio", "version", currentVersion(), "isolation", cfg.isolation, "pid", os.Getpid())
 	err = srv.Serve(ctx, stdin, stdout)
 	if err != nil && ctx.Err() == nil {
 		log.Error("stdio session ended", "err", err)
