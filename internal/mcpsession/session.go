@@ -35,15 +35,26 @@ type Binaries struct {
 }
 
 var (
-	buildOnce sync.Once
-	built     Binaries
-	buildErr  error
+	buildMu  sync.Mutex
+	built    Binaries
+	buildErr error
 )
 
 // Build compiles cline-mcp and fake-cline once per test process into dir (use a directory that
-// outlives individual tests, e.g. one made in TestMain).
+// outlives individual tests, e.g. one made in TestMain). When the binaries of an earlier Build
+// are gone (it was given a test's own TempDir), it builds them again into dir.
 func Build(dir string) (Binaries, error) {
-	buildOnce.Do(func() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if built.ClineMCP != "" || buildErr != nil {
+		if buildErr != nil {
+			return built, buildErr
+		}
+		if _, err := os.Stat(built.ImageFake); err == nil {
+			return built, nil
+		}
+	}
+	func() {
 		root, err := moduleRoot()
 		if err != nil {
 			buildErr = err
@@ -60,7 +71,7 @@ func Build(dir string) (Binaries, error) {
 			built.ImageFake = filepath.Join(dir, "fake-cline-linux-"+arch)
 			buildErr = goBuild(root, built.ImageFake, "./cmd/fake-cline", "GOOS=linux", "GOARCH="+arch)
 		}
-	})
+	}()
 	return built, buildErr
 }
 
