@@ -7,15 +7,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"testing"
 
 	"github.com/testcontainers/testcontainers-go"
 
@@ -32,54 +29,43 @@ var (
 )
 
 var (
-	bins      mcpsession.Binaries
-	dockerErr error  // why the Docker column cannot run here (never set under CI=true)
+	dockerErr error  // why the Docker tests and column cannot run here (never set under CI=true)
 	suiteRoot string // parent of every world; checked for leftovers at the end
 	suiteTag  string // E2E_SUITE=<suiteTag> is in every server's environment
 	suiteT0   time.Time
 )
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	suiteT0 = time.Now()
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "\n!!! e2e suite FAILED: %v\n\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	fmt.Fprintf(os.Stderr, "e2e suite took %v\n", time.Since(suiteT0).Round(100*time.Millisecond))
-	os.Exit(code)
+// The suite's setup and end-of-suite sweep run in the package's one TestMain (harness_test.go),
+// after it built the binaries (bins).
+func init() {
+	beforeAll = append(beforeAll, setupSuite)
+	afterAll = append(afterAll, endSuite)
 }
 
-func run(m *testing.M) (int, error) {
-	dir, err := os.MkdirTemp("", "cline-mcp-e2e-bins-")
-	if err != nil {
-		return 1, err
-	}
-	defer os.RemoveAll(dir)
-	if bins, err = mcpsession.Build(dir); err != nil {
-		return 1, err
-	}
+func setupSuite() error {
+	suiteT0 = time.Now()
+	var err error
 	suiteRoot, err = os.MkdirTemp("", "cline-mcp-e2e-")
 	if err != nil {
-		return 1, err
+		return err
 	}
 	suiteTag = randHex(8)
-	if err := setupDocker(); err != nil {
-		return 1, err
-	}
-	code := m.Run()
+	return setupDocker()
+}
+
+func endSuite(code int) error {
+	defer func() {
+		fmt.Fprintf(os.Stderr, "e2e suite took %v\n", time.Since(suiteT0).Round(100*time.Millisecond))
+	}()
 	if err := suiteLeaks(); err != nil {
-		return 1, err
+		return fmt.Errorf("\n!!! e2e suite FAILED: %w\n", err)
 	}
 	if code == 0 {
 		_ = os.RemoveAll(suiteRoot)
 	} else {
 		fmt.Fprintf(os.Stderr, "e2e: worlds kept for inspection in %s\n", suiteRoot)
 	}
-	return code, nil
+	return nil
 }
 
 // setupDocker builds the fake image with testcontainers-go, or records why Docker is missing.

@@ -2,18 +2,7 @@
 
 package e2e
 
-import (
-	"os"
-	"syscall"
-)
-
-// fileUID is the owner of a file.
-func fileUID(st os.FileInfo) int {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid)
-	}
-	return -1
-}
+import "syscall"
 
 // groupExists reports whether process group pg (not ours) still has a member.
 func groupExists(pg int) bool {

@@ -1,4 +1,4 @@
-package mcpserver_test
+package e2e
 
 import (
 	"context"

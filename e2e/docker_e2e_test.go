@@ -1,6 +1,6 @@
 //go:build e2e
 
-package mcpserver_test
+package e2e
 
 import (
 	"context"
@@ -17,9 +17,6 @@ import (
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
-// dockerErr is why Docker tests cannot run here; under CI=true that fails the suite instead.
-var dockerErr error
-
 // gitImageErr is why the fake image with git could not be built (not on a Linux host).
 var gitImageErr error
 
@@ -30,7 +27,7 @@ func init() {
 				return fmt.Errorf("CI=true but the Docker engine is unavailable: %w", err)
 			}
 			dockerErr = err
-			fmt.Fprintf(os.Stderr, "!!! Docker tests of bridge/mcpserver will be SKIPPED: %v\n", err)
+			fmt.Fprintf(os.Stderr, "!!! the Docker tests of the server will be SKIPPED: %v\n", err)
 			return nil
 		}
 		if err := mcpsession.BuildFakeImage(bins); err != nil {
@@ -43,7 +40,7 @@ func init() {
 		}
 		return gitImageErr
 	})
-	afterAll = append(afterAll, func() error {
+	afterAll = append(afterAll, func(int) error {
 		if dockerErr != nil {
 			return nil
 		}

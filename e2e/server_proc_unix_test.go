@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpserver_test
+package e2e
 
 import (
 	"os"

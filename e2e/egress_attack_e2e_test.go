@@ -1,6 +1,6 @@
 //go:build e2e
 
-package mcpserver_test
+package e2e
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ import (
 // returns its report.
 func netAttackControl(t *testing.T, network, query string) map[string]any {
 	t.Helper()
-	out := docker(t, "run", "--rm", "--network", network, "--label", "cline-mcp.test=egress", "--read-only",
+	out := dockerCLI(t, "run", "--rm", "--network", network, "--label", "cline-mcp.test=egress", "--read-only",
 		"--cap-drop", "ALL", "--user", "65534:65534", "--entrypoint", "/usr/local/bin/cline", mcpsession.FakeImage,
 		"__fake_cline_netattack", query)
 	var rep map[string]any
@@ -168,7 +168,7 @@ func hostAddrs(t *testing.T, gateway string, port int) []string {
 
 func networkGateway(t *testing.T, network string) string {
 	t.Helper()
-	return strings.Fields(docker(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", network))[0]
+	return strings.Fields(dockerCLI(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", network))[0]
 }
 
 // TestDockerEgressAttackHost is issue 28's second hole and its untested routes: a listener on
@@ -230,7 +230,7 @@ func TestDockerEgressAttackHost(t *testing.T) {
 // exact name.
 func TestDockerEgressAttackZone(t *testing.T) {
 	w := newEgressWorld(t)
-	provIP := docker(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", w.provider)
+	provIP := dockerCLI(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", w.provider)
 	ctl := netAttackControl(t, w.network, fmt.Sprintf("tcp=%s:18080", provIP))
 	if r := results(ctl, "tcp", "result"); len(r) != 1 || r[0] != "ok" {
 		t.Fatalf("control: the provider at %s:18080 is not reachable: %v", provIP, r)
@@ -267,11 +267,11 @@ func TestDockerEgressAttackZone(t *testing.T) {
 func TestDockerEgressAttackOtherRun(t *testing.T) {
 	w := newEgressWorld(t)
 	name := "cline-mcp-test-listener-" + w.network[len(w.network)-10:]
-	docker(t, "run", "-d", "--name", name, "--label", "cline-mcp.test=egress", "--network", w.network, "--read-only",
+	dockerCLI(t, "run", "-d", "--name", name, "--label", "cline-mcp.test=egress", "--network", w.network, "--read-only",
 		"--cap-drop", "ALL", "--user", "65534:65534", "--entrypoint", "/usr/local/bin/cline", mcpsession.FakeImage,
 		"__fake_cline_netattack", "listen=:19000&hold=60")
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
-	ip := docker(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name)
+	ip := dockerCLI(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name)
 	ok := mcpsession.Eventually(20*time.Second, func() bool {
 		r := results(netAttackControl(t, w.network, "tcp="+ip+":19000"), "tcp", "result")
 		return len(r) == 1 && r[0] == "ok"

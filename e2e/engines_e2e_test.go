@@ -1,6 +1,6 @@
 //go:build e2e
 
-package mcpserver_test
+package e2e
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func init() {
 		}
 		return nil
 	})
-	afterAll = append(afterAll, func() error {
+	afterAll = append(afterAll, func(int) error {
 		var errs []error
 		for _, eng := range []*testengine.Engine{secondDockerd, podman} {
 			if eng == nil {
@@ -121,13 +121,13 @@ func private(t *testing.T, eng *testengine.Engine, err error, copyMode bool, arg
 	return engine{name: eng.Name, host: eng.Host, args: append([]string{"--docker-host", eng.Host}, args...), copy: copyMode}
 }
 
-type scenario struct {
+type engineScenario struct {
 	name string
 	run  func(*testing.T, engine)
 }
 
 // allTools are the Docker scenarios of the three tools, the settings merge and the cleanup.
-var allTools = []scenario{
+var allTools = []engineScenario{
 	{"ask", testDockerAskCline},
 	{"ask cannot write cwd", testDockerAskClineCannotWriteCwd},
 	{"apply edits and ownership", testDockerApplyEditsAndOwnership},
@@ -139,7 +139,7 @@ var allTools = []scenario{
 	{"git inside the sandbox", testDockerGitInsideTheSandbox},
 }
 
-func runScenarios(t *testing.T, eng engine, list []scenario) {
+func runScenarios(t *testing.T, eng engine, list []engineScenario) {
 	for _, sc := range list {
 		t.Run(sc.name, func(t *testing.T) {
 			sc.run(t, eng)
@@ -204,7 +204,7 @@ func TestPodman(t *testing.T) {
 // names, volumes of a container that is not running).
 func TestPodmanCopy(t *testing.T) {
 	eng := private(t, podman, podmanErr, true, "--docker-mounts", "copy")
-	runScenarios(t, eng, []scenario{
+	runScenarios(t, eng, []engineScenario{
 		{"ask", testDockerAskCline},
 		{"apply edits and ownership", testDockerApplyEditsAndOwnership},
 		{"apply cannot commit", testDockerApplyCannotCommit},

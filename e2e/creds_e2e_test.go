@@ -1,6 +1,6 @@
 //go:build e2e && unix
 
-package mcpserver_test
+package e2e
 
 import (
 	"context"

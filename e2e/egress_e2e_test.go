@@ -1,6 +1,6 @@
 //go:build e2e
 
-package mcpserver_test
+package e2e
 
 import (
 	"crypto/rand"
@@ -32,7 +32,7 @@ func newEgressWorld(t *testing.T) egressWorld {
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
 	w := egressWorld{network: "cline-mcp-test-egress-" + id, provider: "cline-mcp-test-provider-" + id}
-	docker(t, "network", "create", "--internal", "--label", "cline-mcp.test=egress", w.network)
+	dockerCLI(t, "network", "create", "--internal", "--label", "cline-mcp.test=egress", w.network)
 	// Removed after the server's own cleanup (registered later, run earlier): its proxy leaves
 	// the network when the server stops.
 	t.Cleanup(func() {
@@ -41,7 +41,7 @@ func newEgressWorld(t *testing.T) egressWorld {
 			t.Errorf("remove the test network %s (something of the server still on it?): %v %s", w.network, err, out)
 		}
 	})
-	docker(t, "run", "-d", "--name", w.provider, "--label", "cline-mcp.test=egress", "--network", w.network,
+	dockerCLI(t, "run", "-d", "--name", w.provider, "--label", "cline-mcp.test=egress", "--network", w.network,
 		"--read-only", "--cap-drop", "ALL", "--user", "65534:65534", "--entrypoint", "/usr/local/bin/cline",
 		mcpsession.FakeImage, "__fake_cline_serve", ":18080")
 	deadline := time.Now().Add(time.Minute)
@@ -57,7 +57,7 @@ func newEgressWorld(t *testing.T) egressWorld {
 	}
 }
 
-func docker(t *testing.T, args ...string) string {
+func dockerCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	out, err := exec.Command("docker", args...).CombinedOutput()
 	if err != nil {
@@ -91,7 +91,7 @@ func field(m map[string]any, path ...string) string {
 // networksOf lists the networks labelled with the instance of the server with this pid.
 func networksOf(t *testing.T, pid int) []string {
 	t.Helper()
-	out := docker(t, "network", "ls", "--filter", "label=cline-mcp.instance", "--format", `{{.Name}} {{.Label "cline-mcp.instance"}}`)
+	out := dockerCLI(t, "network", "ls", "--filter", "label=cline-mcp.instance", "--format", `{{.Name}} {{.Label "cline-mcp.instance"}}`)
 	var mine []string
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
@@ -113,7 +113,7 @@ func TestDockerEgressProvider(t *testing.T) {
 		"--docker-network", w.network, "--egress-allow", w.provider+":18080")
 	prov := w.provider + ":18080"
 	// The provider's address, so the direct connect needs no name lookup.
-	provIP := docker(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", w.provider)
+	provIP := dockerCLI(t, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", w.provider)
 	rep, sc := probeNet(t, e, fmt.Sprintf("get=http://%s/hello&connect=blocked.invalid:443&addr=%s:18080&host=%s", prov, provIP, w.provider))
 	if field(rep, "get", "status") != "200" || field(rep, "get", "head") != "fake provider ok /hello" {
 		t.Errorf("the allowed provider was not reached through the proxy: %v", rep["get"])

@@ -1,4 +1,4 @@
-package mcpserver_test
+package e2e
 
 import (
 	"context"
@@ -19,12 +19,18 @@ import (
 
 var bins mcpsession.Binaries
 
-// beforeAll and afterAll are filled by build-tagged files (the Docker tests).
-var beforeAll, afterAll []func() error
+// beforeAll and afterAll are filled by build-tagged files (the Docker tests and the e2e suite);
+// afterAll gets m.Run's exit code.
+var (
+	beforeAll []func() error
+	afterAll  []func(code int) error
+)
 
+// TestMain builds the binaries once for every test of the package. With -short the host tests
+// skip (prepareEnv) and nothing is built, unless a build-tagged file registered a setup.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
+	if testing.Short() && len(beforeAll) == 0 {
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "cline-mcp-bins-")
@@ -47,7 +53,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	for _, f := range afterAll {
-		if err := f(); err != nil {
+		if err := f(code); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
