@@ -41,7 +41,7 @@ run:
 ## Docker tests skip loudly without an engine, and fail under CI=true.
 test: image-fake
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m -tags e2e ./...
+	$(GO) test -race -count=1 -timeout 60m -tags e2e ./...
 
 ## test-short: unit tests only, no git/processes/Docker
 test-short:
@@ -83,7 +83,7 @@ bench: build image-fake
 
 ## e2e: the testcontainers-go end-to-end suite against the fake Cline image
 e2e: image-fake
-	$(GO) test -count=1 -timeout 30m -tags e2e ./e2e/...
+	$(GO) test -count=1 -timeout 60m -tags e2e ./e2e/...
 
 ## contract: the suite against the real Cline CLI, on the host (installs cline@$(CLINE_VERSION) from npm
 ## into a cache dir) and in Docker (builds the real image as $(CONTRACT_IMAGE) first; without an
