@@ -14,10 +14,11 @@
 //
 // # Engines and mounts
 //
-// Discover finds the engine like the docker CLI (flag, DOCKER_HOST, Docker contexts, fallback
-// sockets of rootless Docker, Docker Desktop and Podman); ssh:// engines are reached through
-// `ssh … docker system dial-stdio`. Rootless Docker runs Cline as uid 0 (the calling user on
-// the host), rootless Podman as the caller with userns keep-id. Mounts are bind mounts when the
+// sandbox/engine finds the engine like the docker CLI (flag, DOCKER_HOST, Docker contexts,
+// fallback sockets of rootless Docker, Docker Desktop and Podman), connects to it (ssh:// through
+// `ssh … docker system dial-stdio`) and tells what it is; WithEndpoint hands its choice here.
+// Rootless Docker runs Cline as uid 0 (the calling user on the host), rootless Podman as the
+// caller with userns keep-id. Mounts are bind mounts when the
 // engine sees this machine's files (a probe decides once) and otherwise copied in and out
 // through the archive API (copymode.go), the copy back treated as hostile (sandbox/archive).
 //
@@ -59,6 +60,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/sandbox/archive"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 // Label keys set on every container this package creates.
@@ -135,7 +137,7 @@ type Executor struct {
 	// of the socket; empty for an injected client without DaemonHost.
 	daemonHost string
 	// endpoint is where the engine was found (WithEndpoint), for Describe.
-	endpoint Endpoint
+	endpoint engine.Endpoint
 	// mounts is the configured mount mode; probed/probedWhy cache auto's decision.
 	mounts    MountMode
 	probeMu   sync.Mutex
@@ -159,7 +161,7 @@ type Executor struct {
 
 	mu        sync.Mutex
 	pingedAt  time.Time
-	flav      flavour
+	flav      engine.Kind
 	flavKnown bool
 
 	sideMu sync.Mutex // guards side, the egress proxy (egress.go)
@@ -237,9 +239,9 @@ func WithInstanceID(id string) Option {
 	}
 }
 
-// WithEndpoint makes the executor talk to the engine of ep (see Discover) instead of the
+// WithEndpoint makes the executor talk to the engine of ep (see engine.Discover) instead of the
 // default socket. WithClient wins over it.
-func WithEndpoint(ep Endpoint) Option {
+func WithEndpoint(ep engine.Endpoint) Option {
 	return func(e *Executor) error {
 		if ep.Host == "" {
 			return errors.New("endpoint: empty host")
@@ -303,7 +305,7 @@ func New(opts ...Option) (*Executor, error) {
 		memory:     DefaultMemory,
 		pidsLimit:  DefaultPidsLimit,
 		nanoCPUs:   DefaultNanoCPUs,
-		endpoint:   Endpoint{Host: defaultHost, Source: "default socket"},
+		endpoint:   engine.Default(),
 		mounts:     MountsAuto,
 		backLimits: archive.DefaultLimits,
 		egress:     Egress{Mode: EgressOpen, Image: DefaultEgressImage},
@@ -314,7 +316,7 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	if e.cli == nil {
-		cli, err := newClient(e.endpoint)
+		cli, err := engine.NewClient(e.endpoint)
 		if err != nil {
 			return nil, fmt.Errorf("docker client: %w", err)
 		}
@@ -346,7 +348,7 @@ func (e *Executor) Close() error {
 }
 
 // Endpoint is where the engine was found.
-func (e *Executor) Endpoint() Endpoint { return e.endpoint }
+func (e *Executor) Endpoint() engine.Endpoint { return e.endpoint }
 
 // Image is the image reference every run uses.
 func (e *Executor) Image() string { return e.image }

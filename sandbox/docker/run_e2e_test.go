@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 func TestRunExitAndStreams(t *testing.T) {
@@ -350,7 +351,7 @@ func TestRunDeadline(t *testing.T) {
 
 func TestLaunchErrors(t *testing.T) {
 	t.Run("engine down", func(t *testing.T) {
-		e, err := New(WithImage(testImage), WithEndpoint(Endpoint{Host: "unix://" + filepath.Join(t.TempDir(), "dead.sock")}))
+		e, err := New(WithImage(testImage), WithEndpoint(engine.Endpoint{Host: "unix://" + filepath.Join(t.TempDir(), "dead.sock")}))
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}
