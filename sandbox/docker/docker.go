@@ -95,34 +95,19 @@ const pingTTL = 2 * time.Second
 // cleanupTimeout bounds the engine calls that remove a container after the run's ctx ended.
 const cleanupTimeout = 30 * time.Second
 
-// Client is the subset of *client.Client the executor calls. Tests fake it by embedding the
-// interface, so a call they did not stub panics.
+// Client is what an Executor calls on the engine: a subset of *client.Client, which satisfies
+// it. Each part of the executor declares its own piece beside its code: containerAPI (the run's
+// lifecycle, the mount probe, the egress proxy and the sweep), volumeAPI (copy mode and the
+// sweep), networkAPI (the egress network and the network checks), and engine.Asker (what the
+// engine is, for the user mapping). Tests fake it by embedding the interface, so a call they did
+// not stub panics.
 type Client interface {
+	containerAPI
+	volumeAPI
+	networkAPI
+	engine.Asker
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
 	ImageInspect(ctx context.Context, image string, options ...client.ImageInspectOption) (client.ImageInspectResult, error)
-	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
-	ContainerAttach(ctx context.Context, id string, options client.ContainerAttachOptions) (client.ContainerAttachResult, error)
-	ContainerWait(ctx context.Context, id string, options client.ContainerWaitOptions) client.ContainerWaitResult
-	ContainerStatPath(ctx context.Context, id string, options client.ContainerStatPathOptions) (client.ContainerStatPathResult, error)
-	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
-	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
-	ContainerKill(ctx context.Context, id string, options client.ContainerKillOptions) (client.ContainerKillResult, error)
-	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
-	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
-	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
-	// Copy mode and engine detection.
-	CopyToContainer(ctx context.Context, id string, options client.CopyToContainerOptions) (client.CopyToContainerResult, error)
-	CopyFromContainer(ctx context.Context, id string, options client.CopyFromContainerOptions) (client.CopyFromContainerResult, error)
-	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
-	VolumeRemove(ctx context.Context, id string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
-	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
-	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
-	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
-	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
-	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
-	NetworkConnect(ctx context.Context, network string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
-	NetworkRemove(ctx context.Context, network string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
-	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
 	Close() error
 }
 
