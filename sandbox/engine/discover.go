@@ -2,8 +2,8 @@
 // --docker-host, DOCKER_HOST (with its TLS variables), Docker contexts under DOCKER_CONFIG, and
 // the fallback sockets of rootless Docker, Docker Desktop and Podman (Discover); plain, TLS or
 // ssh:// (`ssh … docker system dial-stdio`) connections (NewClient); and what the engine is —
-// Docker or Podman, rootful or rootless (Detect). It never reads the environment itself: the
-// caller fills a Lookup. sandbox/docker runs containers on what this package finds;
+// Docker or Podman, rootful or rootless (Detect). Discover never reads the environment itself:
+// the caller fills a Lookup. sandbox/docker runs containers on what this package finds;
 // cmd/cline-mcp reports it in doctor.
 package engine
 
