@@ -19,19 +19,19 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
-	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 // forwardEngine serves a unix socket at path that forwards every connection to the engine
-// docker.Discover finds for this test process, and counts the connections.
+// engine.Discover finds for this test process, and counts the connections.
 func forwardEngine(t *testing.T, path string) *atomic.Int64 {
 	t.Helper()
 	home, _ := os.UserHomeDir()
-	ep, err := docker.Discover(docker.Lookup{Getenv: os.Getenv, Home: home})
+	ep, err := engine.Discover(engine.Lookup{Getenv: os.Getenv, Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, ok := strings.CutPrefix(ep.Host, "unix://")
+	sock, ok := strings.CutPrefix(ep.Host, "unix://")
 	if !ok || ep.TLS != nil {
 		t.Skipf("the test forwards to a local unix socket; the engine is at %s", ep.Host)
 	}
@@ -55,7 +55,7 @@ func forwardEngine(t *testing.T, path string) *atomic.Int64 {
 			go func() {
 				defer wg.Done()
 				defer c.Close()
-				e, err := net.Dial("unix", engine)
+				e, err := net.Dial("unix", sock)
 				if err != nil {
 					return
 				}

@@ -7,13 +7,14 @@ import (
 	"strings"
 
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
-// discoverEngine finds the Docker engine like the docker CLI does (see docker.Discover), from
+// discoverEngine finds the Docker engine like the docker CLI does (see engine.Discover), from
 // --docker-host and this process's environment.
-func discoverEngine(cfg *config) (docker.Endpoint, error) {
+func discoverEngine(cfg *config) (engine.Endpoint, error) {
 	home, _ := os.UserHomeDir()
-	return docker.Discover(docker.Lookup{Flag: cfg.dockerHost, Getenv: os.Getenv, Home: home})
+	return engine.Discover(engine.Lookup{Flag: cfg.dockerHost, Getenv: os.Getenv, Home: home})
 }
 
 // engineCheck is doctor's line on the engine: which one was chosen and why, what it is

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 // TestEngineCheckSaysWhereTheEngineCameFrom: doctor's engine line names the address and its
@@ -32,7 +33,7 @@ func TestEngineCheckSaysWhereTheEngineCameFrom(t *testing.T) {
 
 func TestDescribeEngine(t *testing.T) {
 	d := docker.Engine{
-		Endpoint: docker.Endpoint{Host: "tcp://docker:2376", Source: "DOCKER_HOST", TLS: &docker.TLSFiles{}},
+		Endpoint: engine.Endpoint{Host: "tcp://docker:2376", Source: "DOCKER_HOST", TLS: &engine.TLSFiles{}},
 		Product:  "Docker Engine", Version: "27.3.1", Rootless: true,
 		User:   "0:0 (rootless Docker: uid 0 in the container is the calling user on the host)",
 		Mounts: docker.MountsCopy, MountsWhy: "the engine does not see this machine's files",

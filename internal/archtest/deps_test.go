@@ -2,7 +2,8 @@
 // bridge/cline and bridge/redact import nothing of ours, bridge/acp only bridge/cline (and is
 // the only importer of the ACP SDK), sandbox imports only the standard library (and so does
 // sandbox/archive, the parser of what a container sends back), each external system has one
-// adapter package, and nothing imports cmd.
+// adapter package (Docker two: sandbox/engine finds and connects to the engine, sandbox/docker
+// runs containers on it), and nothing imports cmd.
 package archtest
 
 import (
@@ -50,6 +51,12 @@ func TestImportArrows(t *testing.T) {
 				// copy mode's archives are read and written by sandbox/archive
 			case pkg == "sandbox/docker" && o == "sandbox/egress":
 				// the executor speaks the egress proxy's control protocol
+			case pkg == "sandbox/docker" && o == "sandbox/engine":
+				// the executor runs on the engine that sandbox/engine found and connected to
+			case pkg == "sandbox/engine" && isOurs && o != "sandbox":
+				t.Errorf("sandbox/engine imports %s: engine discovery may use only sandbox of ours", o)
+			case pkg == "sandbox/engine" && !stdlib(imp) && !isOurs && !strings.HasPrefix(imp, "github.com/moby/moby/"):
+				t.Errorf("sandbox/engine imports %s: only the standard library and the moby client", imp)
 			case strings.HasPrefix(pkg, "sandbox/") && isOurs && o != "sandbox" && o != "sandbox/proc":
 				t.Errorf("%s imports %s: sandbox/* may import only sandbox and sandbox/proc of ours", pkg, o)
 			case pkg == "bridge/acp" && isOurs && o != "bridge/cline":
@@ -62,8 +69,8 @@ func TestImportArrows(t *testing.T) {
 				t.Errorf("%s imports %s: it must import nothing of ours", pkg, o)
 			case pkg == "bridge/run" && isOurs && (o == "bridge/mcpserver" || strings.HasPrefix(o, "internal/")):
 				t.Errorf("bridge/run imports %s: arrows point from mcpserver to run", o)
-			case strings.HasPrefix(imp, "github.com/moby/") && pkg != "sandbox/docker":
-				t.Errorf("%s imports %s: Docker is used only in sandbox/docker", pkg, imp)
+			case strings.HasPrefix(imp, "github.com/moby/") && pkg != "sandbox/docker" && pkg != "sandbox/engine":
+				t.Errorf("%s imports %s: Docker is used only in sandbox/docker and sandbox/engine", pkg, imp)
 			case imp == "github.com/mark3labs/mcp-go/server" && pkg != "bridge/mcpserver" && pkg != "contract/mcpwriter":
 				t.Errorf("%s imports mcp-go's server: only bridge/mcpserver (and the contract suite's MCP server stand-in) may", pkg)
 			case strings.HasPrefix(pkg, "bridge/") && isOurs && strings.HasPrefix(o, "internal/"):
@@ -80,8 +87,9 @@ func TestOsExecOnlyInAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	// sandbox/lifeline starts one process: the server's own binary as its watchdog, never Cline.
-	allowed := map[string]bool{"sandbox/host": true, "sandbox/worktree": true, "sandbox/docker": true, "bridge/run": true, "sandbox/lifeline": true}
+	// sandbox/lifeline starts one process: the server's own binary as its watchdog, never Cline;
+	// sandbox/engine starts ssh for an ssh:// engine (docker system dial-stdio).
+	allowed := map[string]bool{"sandbox/host": true, "sandbox/worktree": true, "sandbox/engine": true, "bridge/run": true, "sandbox/lifeline": true}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		pkg := strings.TrimPrefix(f[0], mod)

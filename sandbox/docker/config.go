@@ -150,35 +150,16 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string, plan *runPlan)
 	if plan != nil {
 		u, userns, podman = plan.id.user, plan.id.userns, plan.id.podman
 	}
-	sockets := socketPaths(e.daemonHost)
-	mounts := make([]mount.Mount, 0, len(spec.Mounts))
-	for _, m := range spec.Mounts {
-		if !filepath.IsAbs(m.Source) || !path.IsAbs(m.Target) {
-			return client.ContainerCreateOptions{}, fmt.Errorf("mount %s:%s: source and target must be absolute", m.Source, m.Target)
-		}
-		if err := checkMountSource(m.Source, sockets); err != nil {
-			return client.ContainerCreateOptions{}, fmt.Errorf("mount %s: %w", m.Source, err)
-		}
-		mounts = append(mounts, mount.Mount{
-			Type:        mount.TypeBind,
-			Source:      m.Source,
-			Target:      m.Target,
-			ReadOnly:    m.ReadOnly,
-			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
-		})
+	mounts, err := bindMounts(spec.Mounts, socketPaths(e.daemonHost))
+	if err != nil {
+		return client.ContainerCreateOptions{}, err
 	}
 	if plan != nil && plan.copies != nil {
 		mounts = plan.volumes
 	}
-	var tmpfs map[string]string
-	for _, t := range spec.Tmpfs {
-		if !path.IsAbs(t.Target) {
-			return client.ContainerCreateOptions{}, fmt.Errorf("tmpfs %s: target must be absolute", t.Target)
-		}
-		if tmpfs == nil {
-			tmpfs = make(map[string]string, len(spec.Tmpfs))
-		}
-		tmpfs[path.Clean(t.Target)] = tmpfsOptions(t, u, podman)
+	tmpfs, err := tmpfsMounts(spec.Tmpfs, u, podman)
+	if err != nil {
+		return client.ContainerCreateOptions{}, err
 	}
 
 	labels := make(map[string]string, len(spec.Labels)+2)
@@ -225,4 +206,41 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string, plan *runPlan)
 		},
 	}
 	return client.ContainerCreateOptions{Config: cfg, HostConfig: host}, nil
+}
+
+// bindMounts are the Spec's Mounts as bind mounts, each checked: absolute, and neither an engine
+// socket nor a directory holding one.
+func bindMounts(ms []sandbox.Mount, sockets []string) ([]mount.Mount, error) {
+	mounts := make([]mount.Mount, 0, len(ms))
+	for _, m := range ms {
+		if !filepath.IsAbs(m.Source) || !path.IsAbs(m.Target) {
+			return nil, fmt.Errorf("mount %s:%s: source and target must be absolute", m.Source, m.Target)
+		}
+		if err := checkMountSource(m.Source, sockets); err != nil {
+			return nil, fmt.Errorf("mount %s: %w", m.Source, err)
+		}
+		mounts = append(mounts, mount.Mount{
+			Type:        mount.TypeBind,
+			Source:      m.Source,
+			Target:      m.Target,
+			ReadOnly:    m.ReadOnly,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		})
+	}
+	return mounts, nil
+}
+
+// tmpfsMounts is the engine's tmpfs map of the Spec's Tmpfs (nil when there are none).
+func tmpfsMounts(ts []sandbox.Tmpfs, u runUser, podman bool) (map[string]string, error) {
+	var tmpfs map[string]string
+	for _, t := range ts {
+		if !path.IsAbs(t.Target) {
+			return nil, fmt.Errorf("tmpfs %s: target must be absolute", t.Target)
+		}
+		if tmpfs == nil {
+			tmpfs = make(map[string]string, len(ts))
+		}
+		tmpfs[path.Clean(t.Target)] = tmpfsOptions(t, u, podman)
+	}
+	return tmpfs, nil
 }

@@ -24,6 +24,16 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/archive"
 )
 
+// volumeAPI is what copy mode calls on the engine: labelled volumes, filled and read back
+// through the archive API; the sweep lists and removes the volumes of dead instances.
+type volumeAPI interface {
+	CopyToContainer(ctx context.Context, id string, options client.CopyToContainerOptions) (client.CopyToContainerResult, error)
+	CopyFromContainer(ctx context.Context, id string, options client.CopyFromContainerOptions) (client.CopyFromContainerResult, error)
+	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
+	VolumeRemove(ctx context.Context, id string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
+	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
+}
+
 // copyTimeout bounds the copy back after the run's ctx ended (a stop); a tree of 10,000 files
 // takes a second or two on a local engine.
 const copyTimeout = 5 * time.Minute

@@ -14,10 +14,11 @@
 //
 // # Engines and mounts
 //
-// Discover finds the engine like the docker CLI (flag, DOCKER_HOST, Docker contexts, fallback
-// sockets of rootless Docker, Docker Desktop and Podman); ssh:// engines are reached through
-// `ssh … docker system dial-stdio`. Rootless Docker runs Cline as uid 0 (the calling user on
-// the host), rootless Podman as the caller with userns keep-id. Mounts are bind mounts when the
+// sandbox/engine finds the engine like the docker CLI (flag, DOCKER_HOST, Docker contexts,
+// fallback sockets of rootless Docker, Docker Desktop and Podman), connects to it (ssh:// through
+// `ssh … docker system dial-stdio`) and tells what it is; WithEndpoint hands its choice here.
+// Rootless Docker runs Cline as uid 0 (the calling user on the host), rootless Podman as the
+// caller with userns keep-id. Mounts are bind mounts when the
 // engine sees this machine's files (a probe decides once) and otherwise copied in and out
 // through the archive API (copymode.go), the copy back treated as hostile (sandbox/archive).
 //
@@ -59,6 +60,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/sandbox/archive"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 // Label keys set on every container this package creates.
@@ -93,34 +95,19 @@ const pingTTL = 2 * time.Second
 // cleanupTimeout bounds the engine calls that remove a container after the run's ctx ended.
 const cleanupTimeout = 30 * time.Second
 
-// Client is the subset of *client.Client the executor calls. Tests fake it by embedding the
-// interface, so a call they did not stub panics.
+// Client is what an Executor calls on the engine: a subset of *client.Client, which satisfies
+// it. Each part of the executor declares its own piece beside its code: containerAPI (the run's
+// lifecycle, the mount probe, the egress proxy and the sweep), volumeAPI (copy mode and the
+// sweep), networkAPI (the egress network and the network checks), and engine.Asker (what the
+// engine is, for the user mapping). Tests fake it by embedding the interface, so a call they did
+// not stub panics.
 type Client interface {
+	containerAPI
+	volumeAPI
+	networkAPI
+	engine.Asker
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
 	ImageInspect(ctx context.Context, image string, options ...client.ImageInspectOption) (client.ImageInspectResult, error)
-	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
-	ContainerAttach(ctx context.Context, id string, options client.ContainerAttachOptions) (client.ContainerAttachResult, error)
-	ContainerWait(ctx context.Context, id string, options client.ContainerWaitOptions) client.ContainerWaitResult
-	ContainerStatPath(ctx context.Context, id string, options client.ContainerStatPathOptions) (client.ContainerStatPathResult, error)
-	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
-	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
-	ContainerKill(ctx context.Context, id string, options client.ContainerKillOptions) (client.ContainerKillResult, error)
-	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
-	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
-	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
-	// Copy mode and engine detection.
-	CopyToContainer(ctx context.Context, id string, options client.CopyToContainerOptions) (client.CopyToContainerResult, error)
-	CopyFromContainer(ctx context.Context, id string, options client.CopyFromContainerOptions) (client.CopyFromContainerResult, error)
-	VolumeCreate(ctx context.Context, options client.VolumeCreateOptions) (client.VolumeCreateResult, error)
-	VolumeRemove(ctx context.Context, id string, options client.VolumeRemoveOptions) (client.VolumeRemoveResult, error)
-	VolumeList(ctx context.Context, options client.VolumeListOptions) (client.VolumeListResult, error)
-	ServerVersion(ctx context.Context, options client.ServerVersionOptions) (client.ServerVersionResult, error)
-	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
-	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
-	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
-	NetworkConnect(ctx context.Context, network string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
-	NetworkRemove(ctx context.Context, network string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
-	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
 	Close() error
 }
 
@@ -135,7 +122,7 @@ type Executor struct {
 	// of the socket; empty for an injected client without DaemonHost.
 	daemonHost string
 	// endpoint is where the engine was found (WithEndpoint), for Describe.
-	endpoint Endpoint
+	endpoint engine.Endpoint
 	// mounts is the configured mount mode; probed/probedWhy cache auto's decision.
 	mounts    MountMode
 	probeMu   sync.Mutex
@@ -159,7 +146,7 @@ type Executor struct {
 
 	mu        sync.Mutex
 	pingedAt  time.Time
-	flav      flavour
+	flav      engine.Kind
 	flavKnown bool
 
 	sideMu sync.Mutex // guards side, the egress proxy (egress.go)
@@ -237,9 +224,9 @@ func WithInstanceID(id string) Option {
 	}
 }
 
-// WithEndpoint makes the executor talk to the engine of ep (see Discover) instead of the
+// WithEndpoint makes the executor talk to the engine of ep (see engine.Discover) instead of the
 // default socket. WithClient wins over it.
-func WithEndpoint(ep Endpoint) Option {
+func WithEndpoint(ep engine.Endpoint) Option {
 	return func(e *Executor) error {
 		if ep.Host == "" {
 			return errors.New("endpoint: empty host")
@@ -303,7 +290,7 @@ func New(opts ...Option) (*Executor, error) {
 		memory:     DefaultMemory,
 		pidsLimit:  DefaultPidsLimit,
 		nanoCPUs:   DefaultNanoCPUs,
-		endpoint:   Endpoint{Host: defaultHost, Source: "default socket"},
+		endpoint:   engine.Default(),
 		mounts:     MountsAuto,
 		backLimits: archive.DefaultLimits,
 		egress:     Egress{Mode: EgressOpen, Image: DefaultEgressImage},
@@ -314,7 +301,7 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	if e.cli == nil {
-		cli, err := newClient(e.endpoint)
+		cli, err := engine.NewClient(e.endpoint)
 		if err != nil {
 			return nil, fmt.Errorf("docker client: %w", err)
 		}
@@ -346,7 +333,7 @@ func (e *Executor) Close() error {
 }
 
 // Endpoint is where the engine was found.
-func (e *Executor) Endpoint() Endpoint { return e.endpoint }
+func (e *Executor) Endpoint() engine.Endpoint { return e.endpoint }
 
 // Image is the image reference every run uses.
 func (e *Executor) Image() string { return e.image }

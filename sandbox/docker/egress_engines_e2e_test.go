@@ -12,6 +12,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 	"github.com/cline-mcp/cline-mcp/internal/testengine"
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 // TestProviderEgressEngines: the provider-mode mechanism (network none, the proxy's volume
@@ -35,11 +36,11 @@ func TestProviderEgressEngines(t *testing.T) {
 		if err := eng.LoadImage(ctx, mcpsession.EgressImage); err != nil {
 			t.Fatal(err)
 		}
-		testProviderEgress(t, Endpoint{Host: eng.Host, Source: "test"}, "podman")
+		testProviderEgress(t, engine.Endpoint{Host: eng.Host, Source: "test"}, "podman")
 	})
 }
 
-func testProviderEgress(t *testing.T, ep Endpoint, network string) {
+func testProviderEgress(t *testing.T, ep engine.Endpoint, network string) {
 	e := newTestExecutor(t, WithEndpoint(ep), WithNetwork(network), WithInstanceID("egress-"+strings.ReplaceAll(t.Name(), "/", "-")),
 		WithEgress(Egress{Mode: EgressProvider, Image: mcpsession.EgressImage, Allow: []string{"192.0.2.10:443"}}))
 	run := func(ctx context.Context, args ...string) (sandbox.Exit, string) {

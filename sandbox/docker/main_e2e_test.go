@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 // testImage is built once by TestMain from testdata/probe.
@@ -55,10 +56,10 @@ func runMain(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	home, _ := os.UserHomeDir()
-	ep, err := Discover(Lookup{Getenv: os.Getenv, Home: home})
+	ep, err := engine.Discover(engine.Lookup{Getenv: os.Getenv, Home: home})
 	var cli *client.Client
 	if err == nil {
-		cli, err = newClient(ep)
+		cli, err = engine.NewClient(ep)
 	}
 	if err == nil {
 		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
@@ -180,10 +181,10 @@ func newTestExecutor(tb testing.TB, opts ...Option) *Executor {
 }
 
 // testEndpoint is the engine the environment names, found as the server finds it.
-func testEndpoint(tb testing.TB) Endpoint {
+func testEndpoint(tb testing.TB) engine.Endpoint {
 	tb.Helper()
 	home, _ := os.UserHomeDir()
-	ep, err := Discover(Lookup{Getenv: os.Getenv, Home: home})
+	ep, err := engine.Discover(engine.Lookup{Getenv: os.Getenv, Home: home})
 	if err != nil {
 		tb.Fatalf("Discover: %v", err)
 	}

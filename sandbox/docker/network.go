@@ -11,6 +11,14 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
+// networkAPI is what the network checks and the egress proxy call on the engine: inspect a
+// network, and list and remove the egress networks (the sweep).
+type networkAPI interface {
+	NetworkInspect(ctx context.Context, network string, options client.NetworkInspectOptions) (client.NetworkInspectResult, error)
+	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
+	NetworkRemove(ctx context.Context, network string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
+}
+
 // Network is the network mode every run uses (WithNetwork).
 func (e *Executor) Network() string { return e.network }
 

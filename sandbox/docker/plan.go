@@ -27,7 +27,7 @@ func (e *Executor) prepare(ctx context.Context, spec sandbox.Spec, runID string)
 		if err != nil {
 			return p, &sandbox.LaunchError{Op: "docker spec", Err: err}
 		}
-		p.id = identity{user: u, why: "the Spec's user", podman: e.flavour(ctx).podman}
+		p.id = identity{user: u, why: "the Spec's user", podman: e.flavour(ctx).Podman}
 	} else {
 		caller, err := parseUser("")
 		if err != nil {

@@ -18,6 +18,22 @@ import (
 
 var _ sandbox.Executor = (*Executor)(nil)
 
+// containerAPI is what the executor calls on the engine for one container's life: create,
+// attach, start, wait, stop, inspect and remove (Run, the mount probe, the egress proxy), and
+// list what carries a label (cleanup after a failed create, the sweep).
+type containerAPI interface {
+	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerAttach(ctx context.Context, id string, options client.ContainerAttachOptions) (client.ContainerAttachResult, error)
+	ContainerWait(ctx context.Context, id string, options client.ContainerWaitOptions) client.ContainerWaitResult
+	ContainerStatPath(ctx context.Context, id string, options client.ContainerStatPathOptions) (client.ContainerStatPathResult, error)
+	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
+	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
+	ContainerKill(ctx context.Context, id string, options client.ContainerKillOptions) (client.ContainerKillResult, error)
+	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+}
+
 // exitWait bounds how long Run waits for the engine to report the exit after it asked for a
 // stop and a kill; only a wedged engine needs it.
 const exitWait = 30 * time.Second
@@ -59,24 +75,8 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		// container still has its lifeline remove it.
 		defer e.track(runID)()
 	}
-	opts, err := e.createOptions(spec, runID, nil)
-	if err != nil {
-		le := &sandbox.LaunchError{Op: "docker spec", Err: err}
-		if errors.Is(err, errDockerSocket) {
-			le.Hint = "mount only the checkout and the settings copy, never the engine's socket"
-		}
-		return sandbox.Exit{}, le
-	}
-	if err := e.Ping(ctx); err != nil {
+	if err := e.admit(ctx, spec, runID); err != nil {
 		return sandbox.Exit{}, err
-	}
-	if ok, err := e.ImagePresent(ctx); err != nil {
-		return sandbox.Exit{}, err
-	} else if !ok {
-		return sandbox.Exit{}, &sandbox.LaunchError{
-			Op: "image inspect", Hint: HintImage, Missing: true,
-			Err: fmt.Errorf("image %s not found", e.image),
-		}
 	}
 	eg, err := e.beginEgress(ctx, spec)
 	if err != nil {
@@ -89,127 +89,199 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		return sandbox.Exit{}, err
 	}
 	defer plan.release(ctx, e) // after the container's removal below
-	if opts, err = e.createOptions(spec, runID, &plan); err != nil {
-		return sandbox.Exit{}, &sandbox.LaunchError{Op: "docker spec", Err: err}
+	c, err := e.create(ctx, spec, runID, &plan, eg)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	defer c.cleanup(ctx)
+	// Without this check a missing executable would only show as init's exit 127.
+	if err := e.statPath(ctx, c.id, spec.Path); err != nil {
+		return sandbox.Exit{}, err
+	}
+	if err := c.attach(ctx, spec); err != nil {
+		return sandbox.Exit{}, err
+	}
+	start, err := c.start(ctx)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	code, stopped, err := c.wait(ctx, spec)
+	if err != nil {
+		return sandbox.Exit{Stopped: stopped}, err
+	}
+	x := c.collect(ctx, spec, code)
+	x.Stopped = stopped
+	x.Duration = time.Since(start)
+	// Copy-back reads the stopped container: before the removal the egress needs.
+	cerr := plan.copyBack(ctx, c.id)
+	if eg != nil {
+		e.remove(ctx, c.id) // before the revoke: nothing of the run may still use its grant
+		x.Egress = eg.end(ctx)
+	}
+	return x, cerr
+}
+
+// admit checks the Spec (before the engine is asked anything), that the engine answers (the
+// ping is cached briefly) and that the image exists: a run that fails here leaves nothing.
+func (e *Executor) admit(ctx context.Context, spec sandbox.Spec, runID string) error {
+	if _, err := e.createOptions(spec, runID, nil); err != nil {
+		le := &sandbox.LaunchError{Op: "docker spec", Err: err}
+		if errors.Is(err, errDockerSocket) {
+			le.Hint = "mount only the checkout and the settings copy, never the engine's socket"
+		}
+		return le
+	}
+	if err := e.Ping(ctx); err != nil {
+		return err
+	}
+	if ok, err := e.ImagePresent(ctx); err != nil {
+		return err
+	} else if !ok {
+		return &sandbox.LaunchError{
+			Op: "image inspect", Hint: HintImage, Missing: true,
+			Err: fmt.Errorf("image %s not found", e.image),
+		}
+	}
+	return nil
+}
+
+// runContainer is one run's container from its create to its removal: the attached output
+// streams, the copier that demultiplexes them, and the wait for its exit.
+type runContainer struct {
+	e  *Executor
+	id string
+
+	attached    client.ContainerAttachResult
+	streamsDone chan struct{} // closed when the copier returned; nil before attach
+	w           *waiter
+	cancelWait  context.CancelFunc
+}
+
+// create builds the container of spec with the plan's user mapping and mounts and the run's
+// egress. The create request does not follow ctx: a cancel in mid-request would leave the engine
+// with a container whose id we never learned. After an error anyway (a timeout, a lost
+// connection), whatever carries this run's label is removed.
+func (e *Executor) create(ctx context.Context, spec sandbox.Spec, runID string, plan *runPlan, eg *runEgress) (*runContainer, error) {
+	opts, err := e.createOptions(spec, runID, plan)
+	if err != nil {
+		return nil, &sandbox.LaunchError{Op: "docker spec", Err: err}
 	}
 	e.applyEgress(&opts, eg)
-
-	// The create request does not follow ctx: a cancel in mid-request would leave the engine
-	// with a container whose id we never learned. After an error anyway (a timeout, a lost
-	// connection), whatever carries this run's label is removed.
 	cctx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	created, err := e.cli.ContainerCreate(cctx, opts)
 	cancelCreate()
 	if err != nil {
 		e.removeRun(ctx, runID)
-		return sandbox.Exit{}, e.launchError("docker create", runID, err)
+		return nil, e.launchError("docker create", runID, err)
 	}
-	id := created.ID
-	// Cleanup runs in this order: close the stream, wait for the copier (no write after Run
-	// returns), release the wait, remove the container.
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	cleanups = append(cleanups, func() { e.remove(ctx, id) })
+	return &runContainer{e: e, id: created.ID}, nil
+}
 
-	// Without this check a missing executable would only show as init's exit 127.
-	if err := e.statPath(ctx, id, spec.Path); err != nil {
-		return sandbox.Exit{}, err
-	}
-
-	// Attach and wait are registered before the start so that no output and no exit is missed.
-	// The wait outlives ctx on purpose: after a stop we still want the exit status.
-	attached, err := e.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{
+// attach registers the output streams and the wait before the start, so that no output and no
+// exit is missed, and starts copying the output to spec's writers. The wait outlives ctx on
+// purpose: after a stop we still want the exit status.
+func (c *runContainer) attach(ctx context.Context, spec sandbox.Spec) error {
+	attached, err := c.e.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{
 		Stream: true, Stdout: true, Stderr: true,
 	})
 	if err != nil {
-		return sandbox.Exit{}, e.launchError("docker attach", id, err)
+		return c.e.launchError("docker attach", c.id, err)
 	}
+	c.attached = attached
 	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
-	w := newWaiter(e.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{
+	c.w = newWaiter(c.e.cli.ContainerWait(waitCtx, c.id, client.ContainerWaitOptions{
 		Condition: container.WaitConditionNextExit,
 	}))
-	cleanups = append(cleanups, func() {
-		cancelWait()
-		w.drain()
-	})
+	c.cancelWait = cancelWait
 
-	streamsDone := make(chan struct{})
+	c.streamsDone = make(chan struct{})
 	stdout, stderr := writers(spec.Stdout, spec.Stderr)
 	go func() {
-		defer close(streamsDone)
+		defer close(c.streamsDone)
 		_, _ = stdcopy.StdCopy(stdout, stderr, attached.Reader)
 	}()
-	cleanups = append(cleanups, func() {
-		attached.Close()
-		<-streamsDone
-	})
+	return nil
+}
 
+// start starts the container and returns when it was asked to. Once asked, the engine may start
+// the container even if we stop listening: the start request does not follow ctx, and a ctx
+// ending from here on is a stop of a started run.
+func (c *runContainer) start(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
-		return sandbox.Exit{}, fmt.Errorf("docker start %s: %w", id, err)
+		return time.Time{}, fmt.Errorf("docker start %s: %w", c.id, err)
 	}
-	// Once asked, the engine may start the container even if we stop listening: the start
-	// request does not follow ctx, and a ctx ending from here on is a stop of a started run.
 	start := time.Now()
 	sctx, cancelStart := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	_, err = e.cli.ContainerStart(sctx, id, client.ContainerStartOptions{})
+	_, err := c.e.cli.ContainerStart(sctx, c.id, client.ContainerStartOptions{})
 	cancelStart()
 	if err != nil {
-		return sandbox.Exit{}, e.launchError("docker start", id, err)
+		return time.Time{}, c.e.launchError("docker start", c.id, err)
 	}
+	return start, nil
+}
 
-	stopped := false
-	code, werr := w.wait(ctx.Done())
+// wait returns the exit code of the main process. When ctx ends first it stops the container
+// (stopped is true) and waits for the exit a while longer; when the engine cannot report the
+// exit it asks the container's state before giving up.
+func (c *runContainer) wait(ctx context.Context, spec sandbox.Spec) (code int, stopped bool, err error) {
+	code, werr := c.w.wait(ctx.Done())
 	if errors.Is(werr, errCtxDone) {
 		stopped = true
-		e.stop(ctx, id, sandbox.OrDefault(spec.StopGrace, sandbox.DefaultStopGrace))
+		c.e.stop(ctx, c.id, sandbox.OrDefault(spec.StopGrace, sandbox.DefaultStopGrace))
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exitWait)
-		code, werr = w.wait(tctx.Done())
+		code, werr = c.w.wait(tctx.Done())
 		cancel()
 	}
 	if werr != nil {
-		// The engine could not tell us the exit: ask it directly before giving up.
-		insp, ierr := e.inspect(ctx, id)
+		insp, ierr := c.e.inspect(ctx, c.id)
 		if ierr != nil || insp.State == nil || insp.State.Running {
-			return sandbox.Exit{Stopped: stopped}, fmt.Errorf("docker wait %s: %w", id, werr)
+			return 0, stopped, fmt.Errorf("docker wait %s: %w", c.id, werr)
 		}
 		code = insp.State.ExitCode
 	}
+	return code, stopped, nil
+}
 
+// collect lets the output settle (for at most spec.SettleGrace after the exit) and turns the
+// exit code into an Exit, telling an OOM kill (on spec.Stderr too).
+func (c *runContainer) collect(ctx context.Context, spec sandbox.Spec, code int) sandbox.Exit {
 	cut := false
 	settle := time.NewTimer(sandbox.OrDefault(spec.SettleGrace, sandbox.DefaultSettleGrace))
 	select {
-	case <-streamsDone:
+	case <-c.streamsDone:
 	case <-settle.C:
 		cut = true
-		attached.Close()
-		<-streamsDone
+		c.attached.Close()
+		<-c.streamsDone
 	}
 	settle.Stop()
 
 	oom := false
 	if code == 128+9 { // only a SIGKILL can be the OOM killer: skip the inspect otherwise
-		if insp, err := e.inspect(ctx, id); err == nil && insp.State != nil {
+		if insp, err := c.e.inspect(ctx, c.id); err == nil && insp.State != nil {
 			oom = insp.State.OOMKilled
 		}
 	}
 	x := exitFromStatus(code, oom)
 	if oom && spec.Stderr != nil {
-		_, _ = fmt.Fprintf(spec.Stderr, "cline-mcp: the container exceeded its memory limit (%d MiB) and was killed\n", e.memory>>20)
+		_, _ = fmt.Fprintf(spec.Stderr, "cline-mcp: the container exceeded its memory limit (%d MiB) and was killed\n", c.e.memory>>20)
 	}
-	x.Stopped = stopped
 	x.StreamsCut = cut
-	x.Duration = time.Since(start)
-	// Copy-back reads the stopped container: before the removal the egress needs.
-	cerr := plan.copyBack(ctx, id)
-	if eg != nil {
-		e.remove(ctx, id) // before the revoke: nothing of the run may still use its grant
-		x.Egress = eg.end(ctx)
+	return x
+}
+
+// cleanup runs on every path, in this order: close the stream, wait for the copier (no write
+// after Run returns), release the wait, remove the container (ignoring ctx's end).
+func (c *runContainer) cleanup(ctx context.Context) {
+	if c.streamsDone != nil {
+		c.attached.Close()
+		<-c.streamsDone
 	}
-	return x, cerr
+	if c.w != nil {
+		c.cancelWait()
+		c.w.drain()
+	}
+	c.e.remove(ctx, c.id)
 }
 
 // statPath checks that the executable exists in the created container's file system.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/engine"
 )
 
 func TestRunExitAndStreams(t *testing.T) {
@@ -115,16 +116,7 @@ func TestHardening(t *testing.T) {
 	_ = os.Chmod(git, 0o777)
 	me := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 
-	tests := []struct {
-		name    string
-		user    string
-		mounts  []sandbox.Mount
-		tmpfs   []sandbox.Tmpfs
-		steps   []string
-		want    []string
-		notWant []string
-		check   func(t *testing.T)
-	}{
+	tests := []hardeningCase{
 		{
 			name:  "root filesystem is read-only",
 			steps: []string{"write", "/evil", "x", "write", "/usr/local/bin/probe", "x"},
@@ -184,36 +176,51 @@ func TestHardening(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			steps := append([]string{"out", "marker"}, tt.steps...)
-			spec, out, errOut := probeSpec(t, steps...)
-			spec.User = tt.user
-			spec.Mounts = tt.mounts
-			spec.Tmpfs = tt.tmpfs
-			x, err := e.Run(t.Context(), spec)
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			got := out.String()
-			if !strings.HasPrefix(got, "marker\n") || x.Code != 0 {
-				t.Fatalf("got exit %+v stdout %q stderr %q, want the probe to run (marker first, exit 0)", x, got, errOut.String())
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("got stdout %q, want it to contain %q", got, w)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("got stdout %q, want it not to contain %q", got, w)
-				}
-			}
-			if tt.check != nil {
-				tt.check(t)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, e) })
 	}
 	_ = me
+}
+
+// hardeningCase is one probe run of TestHardening: the probe's steps as user with the mounts and
+// tmpfs, what its stdout must and must not contain, and a check on the host afterwards.
+type hardeningCase struct {
+	name    string
+	user    string
+	mounts  []sandbox.Mount
+	tmpfs   []sandbox.Tmpfs
+	steps   []string
+	want    []string
+	notWant []string
+	check   func(t *testing.T)
+}
+
+func (tt hardeningCase) run(t *testing.T, e *Executor) {
+	steps := append([]string{"out", "marker"}, tt.steps...)
+	spec, out, errOut := probeSpec(t, steps...)
+	spec.User = tt.user
+	spec.Mounts = tt.mounts
+	spec.Tmpfs = tt.tmpfs
+	x, err := e.Run(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := out.String()
+	if !strings.HasPrefix(got, "marker\n") || x.Code != 0 {
+		t.Fatalf("got exit %+v stdout %q stderr %q, want the probe to run (marker first, exit 0)", x, got, errOut.String())
+	}
+	for _, w := range tt.want {
+		if !strings.Contains(got, w) {
+			t.Errorf("got stdout %q, want it to contain %q", got, w)
+		}
+	}
+	for _, w := range tt.notWant {
+		if strings.Contains(got, w) {
+			t.Errorf("got stdout %q, want it not to contain %q", got, w)
+		}
+	}
+	if tt.check != nil {
+		tt.check(t)
+	}
 }
 
 func TestPidsLimit(t *testing.T) {
@@ -350,7 +357,7 @@ func TestRunDeadline(t *testing.T) {
 
 func TestLaunchErrors(t *testing.T) {
 	t.Run("engine down", func(t *testing.T) {
-		e, err := New(WithImage(testImage), WithEndpoint(Endpoint{Host: "unix://" + filepath.Join(t.TempDir(), "dead.sock")}))
+		e, err := New(WithImage(testImage), WithEndpoint(engine.Endpoint{Host: "unix://" + filepath.Join(t.TempDir(), "dead.sock")}))
 		if err != nil {
 			t.Fatalf("New: %v", err)
 		}

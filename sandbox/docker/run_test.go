@@ -14,6 +14,7 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -61,8 +62,14 @@ func TestRunOrderConfigAndDemux(t *testing.T) {
 	if !f.removeOpts.Force || !f.removeOpts.RemoveVolumes {
 		t.Errorf("got remove options %+v, want force with volumes", f.removeOpts)
 	}
+	wantCreatedConfig(t, f.created)
+}
 
-	cfg, host := f.created.Config, f.created.HostConfig
+// wantCreatedConfig checks the create request of TestRunOrderConfigAndDemux's Spec: the
+// command, the labels and every hardening setting.
+func wantCreatedConfig(t *testing.T, created client.ContainerCreateOptions) {
+	t.Helper()
+	cfg, host := created.Config, created.HostConfig
 	me := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 	checks := []struct {
 		name      string

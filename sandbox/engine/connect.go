@@ -1,4 +1,4 @@
-package docker
+package engine
 
 import (
 	"bytes"
@@ -19,13 +19,10 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// defaultHost is the platform's default engine address (a unix socket, a named pipe on Windows).
-const defaultHost = client.DefaultDockerHost
-
-// newClient builds the engine client of an Endpoint: plain or TLS over unix/tcp, or the docker
+// NewClient builds the engine client of an Endpoint: plain or TLS over unix/tcp, or the docker
 // CLI's ssh transport (`ssh … docker system dial-stdio`) for ssh:// hosts. DOCKER_API_VERSION
 // still pins the API version, as before; otherwise it is negotiated on first use.
-func newClient(ep Endpoint) (*client.Client, error) {
+func NewClient(ep Endpoint) (*client.Client, error) {
 	u, err := url.Parse(ep.Host)
 	if err != nil {
 		return nil, fmt.Errorf("docker host %q: %w", ep.Host, err)

@@ -1,4 +1,11 @@
-package docker
+// Package engine finds the container engine the way the docker CLI does and connects to it:
+// --docker-host, DOCKER_HOST (with its TLS variables), Docker contexts under DOCKER_CONFIG, and
+// the fallback sockets of rootless Docker, Docker Desktop and Podman (Discover); plain, TLS or
+// ssh:// (`ssh … docker system dial-stdio`) connections (NewClient); and what the engine is —
+// Docker or Podman, rootful or rootless (Detect). Discover never reads the environment itself:
+// the caller fills a Lookup. sandbox/docker runs containers on what this package finds;
+// cmd/cline-mcp reports it in doctor.
+package engine
 
 import (
 	"crypto/sha256"
@@ -10,9 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/moby/moby/client"
 )
 
-// Endpoint is the engine an Executor talks to, and why it was chosen.
+// Endpoint is the engine to talk to, and why it was chosen.
 type Endpoint struct {
 	// Host is the engine's address: unix:///path, tcp://host:port, ssh://[user@]host[:port][/socket]
 	// or npipe:////./pipe/name.
@@ -46,6 +55,12 @@ type Lookup struct {
 	// IsSocket reports whether a unix socket exists at path; nil means a stat of the file.
 	IsSocket func(path string) bool
 }
+
+// DefaultHost is the platform's default engine address (a unix socket, a named pipe on Windows).
+const DefaultHost = client.DefaultDockerHost
+
+// Default is the endpoint of the default socket, used when nothing was discovered.
+func Default() Endpoint { return Endpoint{Host: DefaultHost, Source: "default socket"} }
 
 // defaultContext is the name the docker CLI gives the engine of DOCKER_HOST or the default socket.
 const defaultContext = "default"
@@ -216,8 +231,8 @@ func defaultEndpoint(getenv func(string) string, l Lookup) Endpoint {
 	if isSocket == nil {
 		isSocket = socketExists
 	}
-	def := Endpoint{Host: defaultHost, Source: "default socket"}
-	path, ok := strings.CutPrefix(defaultHost, "unix://")
+	def := Endpoint{Host: DefaultHost, Source: "default socket"}
+	path, ok := strings.CutPrefix(DefaultHost, "unix://")
 	if !ok || isSocket(path) {
 		return def
 	}

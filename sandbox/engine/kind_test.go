@@ -1,4 +1,4 @@
-package docker
+package engine
 
 import (
 	"bufio"
@@ -8,13 +8,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/moby/moby/api/types/system"
 	"github.com/moby/moby/client"
-
-	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 // The answers in testdata/engines were recorded on Debian 12 from Docker 20.10 and Podman 4.3,
@@ -50,8 +47,8 @@ func TestDetectFlavour(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := detectFlavour(loadAnswers(t, tt.name))
-			if f.podman != tt.podman || f.rootless != tt.rootless || f.product != tt.product || f.version == "" {
+			f := KindOf(loadAnswers(t, tt.name))
+			if f.Podman != tt.podman || f.Rootless != tt.rootless || f.Product != tt.product || f.Version == "" {
 				t.Errorf("got %+v, want podman %v rootless %v product %s", f, tt.podman, tt.rootless, tt.product)
 			}
 		})
@@ -77,20 +74,48 @@ func TestPodmanRootlessFromInfo(t *testing.T) {
 		"rootful":  {append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nLibpod-Api-Version: 4.3.1\r\n\r\n"), rootful...), false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFake()
-			e := newFakeExecutor(t, f)
-			e.cli = dialingFake{f, servingOnce(t, tt.answer)}
-			got, err := e.podmanRootless(t.Context())
+			got, err := podmanRootless(t.Context(), dialingFake{servingOnce(t, tt.answer)})
 			if err != nil || got != tt.want {
 				t.Errorf("got %v %v, want %v", got, err, tt.want)
 			}
 		})
 	}
+	if got, err := podmanRootless(t.Context(), struct{}{}); got || err != nil {
+		t.Errorf("a client without a dialer: got %v %v, want false", got, err)
+	}
 }
 
-// dialingFake adds the client's Dialer to the fake.
+// TestDetectPodmanRootless: Detect asks the version and info, and for a Podman engine whose
+// security options are silent, reads the raw /info answer over the client's dialer.
+func TestDetectPodmanRootless(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "engines", "podman-rootless.info.http"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, info := loadAnswers(t, "podman-rootless")
+	k, err := Detect(t.Context(), answering{v, info, dialingFake{servingOnce(t, raw)}})
+	if err != nil || !k.Podman || !k.Rootless {
+		t.Errorf("got %+v %v, want rootless Podman", k, err)
+	}
+}
+
+// answering is an Asker with recorded answers and a dialer.
+type answering struct {
+	v    client.ServerVersionResult
+	info system.Info
+	dialingFake
+}
+
+func (a answering) ServerVersion(context.Context, client.ServerVersionOptions) (client.ServerVersionResult, error) {
+	return a.v, nil
+}
+
+func (a answering) Info(context.Context, client.InfoOptions) (client.SystemInfoResult, error) {
+	return client.SystemInfoResult{Info: a.info}, nil
+}
+
+// dialingFake has only the client's Dialer.
 type dialingFake struct {
-	*fakeClient
 	dial func(context.Context) (net.Conn, error)
 }
 
@@ -111,70 +136,4 @@ func servingOnce(t *testing.T, answer []byte) func(context.Context) (net.Conn, e
 		}()
 		return ours, nil
 	}
-}
-
-func TestIdentityAndCreateOptionsPerEngine(t *testing.T) {
-	caller := runUser{1000, 1000}
-	tests := []struct {
-		name       string
-		f          flavour
-		wantUser   string
-		wantUserns string
-		wantHome   string
-	}{
-		{"rootful docker", flavour{}, "1000:1000", "", "uid=1000,gid=1000"},
-		{"rootless docker", flavour{rootless: true}, "0:0", "", "uid=0,gid=0"},
-		{"rootful podman", flavour{podman: true}, "1000:1000", "", "mode=0700,U"},
-		{"rootless podman", flavour{podman: true, rootless: true}, "1000:1000", "keep-id", "mode=0700,U"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := newFakeExecutor(t, newFake())
-			plan := runPlan{id: identityFor(tt.f, caller)}
-			opts, err := e.createOptions(sandbox.Spec{Path: "/usr/local/bin/cline", Tmpfs: []sandbox.Tmpfs{{Target: "/home/cline"}}}, "run", &plan)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if opts.Config.User != tt.wantUser || string(opts.HostConfig.UsernsMode) != tt.wantUserns {
-				t.Errorf("got user %s userns %q, want %s %q", opts.Config.User, opts.HostConfig.UsernsMode, tt.wantUser, tt.wantUserns)
-			}
-			if home := opts.HostConfig.Tmpfs["/home/cline"]; !strings.Contains(home, tt.wantHome) {
-				t.Errorf("got HOME tmpfs %q, want it owned by %s", home, tt.wantHome)
-			}
-		})
-	}
-}
-
-// TestFlavourAskedOnce: the engine is asked what it is once per executor, and Run uses the
-// answer: a rootless Docker engine runs the container as uid 0.
-func TestFlavourAskedOnce(t *testing.T) {
-	f := newFake()
-	e := newFakeExecutor(t, f)
-	e.cli = rootlessFake{f}
-	for range 2 {
-		if got := e.flavour(t.Context()); !got.rootless {
-			t.Fatalf("got %+v, want rootless", got)
-		}
-	}
-	if _, err := e.Run(t.Context(), sandbox.Spec{Path: "/bin/x"}); err != nil {
-		t.Fatal(err)
-	}
-	if f.created.Config.User != "0:0" {
-		t.Errorf("got user %s on rootless Docker, want 0:0", f.created.Config.User)
-	}
-}
-
-// rootlessFake answers like rootless Docker, and panics when asked twice.
-type rootlessFake struct{ *fakeClient }
-
-func (r rootlessFake) Info(ctx context.Context, o client.InfoOptions) (client.SystemInfoResult, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range r.calls {
-		if c == "info" {
-			panic("info asked twice")
-		}
-	}
-	r.calls = append(r.calls, "info")
-	return client.SystemInfoResult{Info: system.Info{SecurityOptions: []string{"name=seccomp,profile=default", "name=rootless"}}}, nil
 }

@@ -1,4 +1,4 @@
-package docker
+package engine
 
 import (
 	"net/url"
@@ -40,9 +40,9 @@ func TestDiscoverPrecedence(t *testing.T) {
 		{"DOCKER_HOST over contexts", "", map[string]string{"DOCKER_HOST": "tcp://env:2375", "DOCKER_CONTEXT": "ci", "DOCKER_CONFIG": store}, nil, "tcp://env:2375", "DOCKER_HOST", ""},
 		{"DOCKER_CONTEXT over the current context", "", map[string]string{"DOCKER_CONTEXT": "ci", "DOCKER_CONFIG": store}, nil, "tcp://docker:2375", "DOCKER_CONTEXT=ci", ""},
 		{"current context of config.json", "", map[string]string{"DOCKER_CONFIG": store}, nil, "unix:///home/u/.colima/docker.sock", "current context colima", ""},
-		{"DOCKER_CONTEXT=default is the default socket", "", map[string]string{"DOCKER_CONTEXT": "default", "DOCKER_CONFIG": store}, func(string) bool { return true }, defaultHost, "default socket, DOCKER_CONTEXT=default", ""},
+		{"DOCKER_CONTEXT=default is the default socket", "", map[string]string{"DOCKER_CONTEXT": "default", "DOCKER_CONFIG": store}, func(string) bool { return true }, DefaultHost, "default socket, DOCKER_CONTEXT=default", ""},
 		{"a missing context is an error", "", map[string]string{"DOCKER_CONTEXT": "gone", "DOCKER_CONFIG": store}, nil, "", "", `context "gone" does not exist`},
-		{"no config: default socket", "", map[string]string{"DOCKER_CONFIG": t.TempDir()}, func(string) bool { return true }, defaultHost, "default socket", ""},
+		{"no config: default socket", "", map[string]string{"DOCKER_CONFIG": t.TempDir()}, func(string) bool { return true }, DefaultHost, "default socket", ""},
 		{"rootless Docker when the default socket is missing", "", map[string]string{"DOCKER_CONFIG": t.TempDir(), "XDG_RUNTIME_DIR": "/run/user/1000"},
 			func(p string) bool {
 				return p == "/run/user/1000/docker.sock" || p == "/run/user/1000/podman/podman.sock"
@@ -50,7 +50,7 @@ func TestDiscoverPrecedence(t *testing.T) {
 		{"rootless Podman next", "", map[string]string{"DOCKER_CONFIG": t.TempDir(), "XDG_RUNTIME_DIR": "/run/user/1000"},
 			func(p string) bool { return p == "/run/user/1000/podman/podman.sock" || p == "/run/podman/podman.sock" }, "unix:///run/user/1000/podman/podman.sock", "rootless Podman", ""},
 		{"rootful Podman last", "", map[string]string{"DOCKER_CONFIG": t.TempDir()}, func(p string) bool { return p == "/run/podman/podman.sock" }, "unix:///run/podman/podman.sock", "Podman socket", ""},
-		{"nothing found: the default, saying so", "", map[string]string{"DOCKER_CONFIG": t.TempDir()}, noSockets, defaultHost, "no engine socket found", ""},
+		{"nothing found: the default, saying so", "", map[string]string{"DOCKER_CONFIG": t.TempDir()}, noSockets, DefaultHost, "no engine socket found", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestDiscoverUnreadableConfigIsIgnored(t *testing.T) {
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "config.json"), "{not json")
 	ep, err := Discover(Lookup{Getenv: func(k string) string { return map[string]string{"DOCKER_CONFIG": dir}[k] }, IsSocket: func(string) bool { return true }})
-	if err != nil || ep.Host != defaultHost || !strings.Contains(ep.Source, "ignoring") {
+	if err != nil || ep.Host != DefaultHost || !strings.Contains(ep.Source, "ignoring") {
 		t.Errorf("got %+v %v, want the default socket and a note on the ignored config", ep, err)
 	}
 }
@@ -166,5 +166,15 @@ func TestSSHDialerArgs(t *testing.T) {
 	}
 	if _, err := sshDialer(&url.URL{Scheme: "ssh", Host: "h", User: url.UserPassword("u", "p")}); err == nil {
 		t.Error("a password in the URL: got no error")
+	}
+}
+
+func writeTestFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
