@@ -89,10 +89,10 @@ func netAttack(v url.Values) obj {
 		udp = append(udp, obj{{"addr", a}, {"result", errString(sendUDP(a, "fake-cline udp "+v.Get("nonce")))}})
 	}
 	for _, t := range list("connect") {
-		conn = append(conn, rawProxy("HTTPS_PROXY", "CONNECT", t))
+		conn = append(conn, rawProxy("HTTPS_PROXY", "CONNECT", t, "x"))
 	}
 	for _, u := range list("get") {
-		get = append(get, rawProxy("HTTP_PROXY", "GET", u))
+		get = append(get, rawProxy("HTTP_PROXY", "GET", u, "x"))
 	}
 	r = append(r, kv{"tcp", tcp}, kv{"udp", udp}, kv{"connect", conn}, kv{"get", get})
 	if ln != nil {
@@ -134,7 +134,7 @@ func sendUDP(addr, msg string) error {
 // rawProxy sends "<method> <target> HTTP/1.1" to the proxy in the environment variable env,
 // with its credentials, exactly as written (no client normalises the target), and reports the
 // status line.
-func rawProxy(env, method, target string) obj {
+func rawProxy(env, method, target, host string) obj {
 	p := os.Getenv(env)
 	if p == "" {
 		return obj{{"target", target}, {"result", "no " + env}}
@@ -154,7 +154,7 @@ func rawProxy(env, method, target string) obj {
 		pw, _ := pu.User.Password()
 		auth = "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(pu.User.Username()+":"+pw)) + "\r\n"
 	}
-	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\n%s\r\n", method, target, auth)
+	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", method, target, host, auth)
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil {
 		return obj{{"target", target}, {"result", err.Error()}}

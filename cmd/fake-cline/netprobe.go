@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -99,33 +97,7 @@ func httpProbe(raw string, proxy func(*http.Request) (*url.URL, error)) obj {
 }
 
 // connectProbe asks the environment's HTTPS proxy for a tunnel to target and reports its answer.
-func connectProbe(target string) obj {
-	p := os.Getenv("HTTPS_PROXY")
-	if p == "" {
-		return obj{{"target", target}, {"result", "no HTTPS_PROXY"}}
-	}
-	pu, err := url.Parse(p)
-	if err != nil {
-		return obj{{"target", target}, {"result", err.Error()}}
-	}
-	conn, err := net.DialTimeout("tcp", pu.Host, 5*time.Second)
-	if err != nil {
-		return obj{{"target", target}, {"result", err.Error()}}
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	auth := ""
-	if pu.User != nil {
-		pw, _ := pu.User.Password()
-		auth = "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(pu.User.Username()+":"+pw)) + "\r\n"
-	}
-	fmt.Fprintf(conn, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", target, target, auth)
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return obj{{"target", target}, {"result", err.Error()}}
-	}
-	return obj{{"target", target}, {"result", "answered"}, {"status", strings.TrimSpace(line)}}
-}
+func connectProbe(target string) obj { return rawProxy("HTTPS_PROXY", "CONNECT", target, target) }
 
 // dnsProbe looks host up with a short deadline.
 func dnsProbe(host string) obj {
