@@ -44,7 +44,7 @@ func cmdCall(cmds ...string) func(string) fakeprovider.Call {
 	}
 }
 
-// TestACPPermissions re-observes ACP §5 through the engine's policies: a read-only session allows
+// TestACPPermissions re-observes docs/acp.md §5 through the engine's policies: a read-only session allows
 // read_files (kind read) and rejects editor (kind edit) before anything is written; an edit
 // session runs a harmless command but rejects `git commit` before it runs (HEAD unchanged);
 // apply_patch asks with kind "other" and the read-only policy rejects it by its name. Every turn
@@ -108,7 +108,7 @@ func TestACPPermissions(t *testing.T) {
 }
 
 // TestACPRejectAbort: five rejected calls in a row end the prompt with stopReason cancelled
-// although the client never cancelled (ACP §5); Classify calls it non_zero_exit naming the tool.
+// although the client never cancelled (docs/acp.md §5); Classify calls it non_zero_exit naming the tool.
 func TestACPRejectAbort(t *testing.T) {
 	w := newACPWorld(t, inCwd(tools(editCall("again.txt"))))
 	t.Parallel()
@@ -127,7 +127,7 @@ func TestACPRejectAbort(t *testing.T) {
 	p.stop(t)
 }
 
-// TestACPCancel re-observes ACP §6: a cancel while the provider hangs ends the turn with
+// TestACPCancel re-observes docs/acp.md §6: a cancel while the provider hangs ends the turn with
 // stopReason cancelled at once and the session stays usable; a cancel while a permission request
 // is pending works once the engine answers it "cancelled", and nothing is written.
 func TestACPCancel(t *testing.T) {
@@ -175,7 +175,7 @@ func TestACPCancel(t *testing.T) {
 	p.stop(t)
 }
 
-// TestACPProviderErrors: provider failures are JSON-RPC errors of session/prompt (ACP §8) and map
+// TestACPProviderErrors: provider failures are JSON-RPC errors of session/prompt (docs/acp.md §8) and map
 // to the existing kinds; a missing key fails session/new with -32000.
 func TestACPProviderErrors(t *testing.T) {
 	fast := map[string]string{"retry-after": "0", "retry-after-ms": "0"}
@@ -236,7 +236,7 @@ func wantToolResult(t *testing.T, r fakeprovider.Request, s string) {
 	}
 }
 
-// logPermissionTitles logs the tool kinds and titles of every permission request (ACP §5 facts).
+// logPermissionTitles logs the tool kinds and titles of every permission request (docs/acp.md §5 facts).
 func logPermissionTitles(t *testing.T, tr *transcript) {
 	for _, l := range tr.lines("<") {
 		var m struct {

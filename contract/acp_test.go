@@ -16,7 +16,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/contract/fakeprovider"
 )
 
-// TestACPConversation re-observes ACP §1–§4 and §9 through the engine: initialize, a new session
+// TestACPConversation re-observes docs/acp.md §1–§4 and §9 through the engine: initialize, a new session
 // with the model set, two turns whose second request carries the first, the env key on the
 // wire, usage in the manifest; then a new process loads the session (history replayed before the
 // answer), continues it with the whole history, and an unknown id is a SessionNotFoundError.

@@ -20,7 +20,7 @@ import (
 )
 
 // acpKey is the key the ACP tests put into CLINE_API_KEY; providers.json keeps sk-test-123, so a
-// request carrying acpKey proves the env key is what is sent (ACP §1).
+// request carrying acpKey proves the env key is what is sent (docs/acp.md §1).
 const acpKey = "sk-acp-env-key"
 
 // acpWorld is one ACP test's setup: a fake provider, a HOME whose providers.json points at it,

@@ -13,10 +13,10 @@ import (
 // when it ended, stderr, TimeoutSeconds, Analysis and Allowed); Classify fills Stdout,
 // Cancelled, TimedOut. The mapping:
 //   - end_turn (and max_tokens, with a warning): success with the turn's text;
-//   - a provider failure (a JSON-RPC error of session/prompt, ACP §8): the provider's message,
+//   - a provider failure (a JSON-RPC error of session/prompt, docs/acp.md §8): the provider's message,
 //     transient_provider_error when cline.IsTransient (429, 5xx, overload), else non_zero_exit
 //     with bridge/cline's hint; -32000 is classified as an auth failure;
-//   - cancelled although we did not cancel (Cline's abort after repeated rejected calls, ACP §5):
+//   - cancelled although we did not cancel (Cline's abort after repeated rejected calls, docs/acp.md §5):
 //     non_zero_exit naming the rejected tools;
 //   - the turn's ctx ended: cancelled or timeout;
 //   - the connection lost without an answer: the process's exit decides (base), as for --json;

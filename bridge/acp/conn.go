@@ -13,16 +13,16 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 )
 
-// ProtocolVersion is the ACP version the engine speaks; Cline 3.0.65 answers 1 (ACP §2).
+// ProtocolVersion is the ACP version the engine speaks; Cline 3.0.65 answers 1 (docs/acp.md §2).
 const ProtocolVersion = 1
 
 // Defaults of Options' graces.
 const (
 	// DefaultCancelGrace is how long a turn waits for the stopReason after session/cancel. The
-	// real CLI answers in about 80 ms (ACP §6); the rest is headroom for a loaded machine.
+	// real CLI answers in about 80 ms (docs/acp.md §6); the rest is headroom for a loaded machine.
 	DefaultCancelGrace = 5 * time.Second
 	// DefaultCloseGrace is how long Close waits for the agent to end the stream after stdin
-	// closed (the CLI exits about 1 s after EOF, ACP §1).
+	// closed (the CLI exits about 1 s after EOF, docs/acp.md §1).
 	DefaultCloseGrace = 3 * time.Second
 )
 
@@ -93,7 +93,7 @@ func (c *Conn) Done() <-chan struct{} { return c.sdk.Done() }
 
 // Initialize performs the handshake. It fails with a *ProtocolError when the agent speaks
 // another protocol version. The client advertises no fs or terminal capability: the CLI never
-// uses them (ACP §5) and the engine would refuse them.
+// uses them (docs/acp.md §5) and the engine would refuse them.
 func (c *Conn) Initialize(ctx context.Context) (AgentInfo, error) {
 	resp, err := call(ctx, func(ctx context.Context) (sdk.InitializeResponse, error) {
 		return c.sdk.Initialize(ctx, sdk.InitializeRequest{
@@ -118,7 +118,7 @@ func (c *Conn) Initialize(ctx context.Context) (AgentInfo, error) {
 }
 
 // NewSession opens a conversation in cwd (an absolute path; the CLI's working directory for its
-// tools) with no MCP servers (the CLI accepts but never starts them, ACP §3). policy answers the
+// tools) with no MCP servers (the CLI accepts but never starts them, docs/acp.md §3). policy answers the
 // session's permission requests; nil rejects every tool call.
 func (c *Conn) NewSession(ctx context.Context, cwd string, policy Policy) (*Session, error) {
 	if err := c.needReady("session/new"); err != nil {
@@ -144,7 +144,7 @@ func (c *Conn) NewSession(ctx context.Context, cwd string, policy Policy) (*Sess
 // LoadSession continues a stored conversation (possibly of an earlier process with the same data
 // dir). The agent replays the history as updates before it answers (Session.History). An unknown
 // id is a *SessionNotFoundError; an agent that did not advertise loadSession gets
-// ErrLoadUnsupported without a request. The model is reset by a load (ACP §4): call SetModel.
+// ErrLoadUnsupported without a request. The model is reset by a load (docs/acp.md §4): call SetModel.
 func (c *Conn) LoadSession(ctx context.Context, id, cwd string, policy Policy) (*Session, error) {
 	if err := c.needReady("session/load"); err != nil {
 		return nil, err

@@ -12,17 +12,17 @@
 // Session.Prompt per turn. Args and Env shape the child's command line and environment (pure
 // functions, like bridge/cline's), Classify turns a Turn into the seed's error kinds through
 // bridge/cline's Classify, and ReadUsage reads a session's cumulative usage from its manifest
-// because the CLI sends none on the wire (facts in ../../../shared/cline-cli/ACP.md, cited as
-// ACP §n).
+// because the CLI sends none on the wire (facts in docs/acp.md, cited as
+// docs/acp.md §n).
 //
 // Control over tools is the answer to session/request_permission: every tool call of the CLI
-// asks first (ACP §5), and Policy decides it from the call's kind AND tool name (apply_patch is
+// asks first (docs/acp.md §5), and Policy decides it from the call's kind AND tool name (apply_patch is
 // kind "other"). ReadOnly allows reads and searches (and, when asked, commands); Edits allows
 // everything but commands that would create a commit. Every rejected call is recorded in the
 // Turn. The CLI never uses the client's fs/terminal methods; the engine refuses them.
 //
 // Deadlines: when a turn's ctx ends the engine sends session/cancel, answers every pending
-// permission request "cancelled" (the CLI waits for that answer, ACP §6), and waits CancelGrace
+// permission request "cancelled" (the CLI waits for that answer, docs/acp.md §6), and waits CancelGrace
 // for the stopReason; without one it closes the agent's stdin (Conn.Close) and returns
 // ErrUnresponsive: the caller then kills the process. Hostile or malformed agent output never
 // panics or blocks the engine (fuzzed): bounded state, text capped at cline.MaxTextBytes.

@@ -93,7 +93,7 @@ func TestInvalidSessionIDFromAgent(t *testing.T) {
 }
 
 // TestCancelOrder: on cancel the engine sends session/cancel, then answers the pending permission
-// request "cancelled" (the order of the ACP spec, and what the real CLI needs, ACP §6), and the
+// request "cancelled" (the order of the ACP spec, and what the real CLI needs, docs/acp.md §6), and the
 // turn ends with the agent's stopReason.
 func TestCancelOrder(t *testing.T) {
 	a := newPipeAgent(t, acp.Options{})
@@ -163,7 +163,7 @@ func TestPermissionAnswers(t *testing.T) {
 	}
 }
 
-// TestToolUpdatesOutOfOrder replays the real order (ACP §7): update pending, permission, update
+// TestToolUpdatesOutOfOrder replays the real order (docs/acp.md §7): update pending, permission, update
 // failed, tool_call, update failed with the reason; a reused id after that is a new call.
 func TestToolUpdatesOutOfOrder(t *testing.T) {
 	a := newPipeAgent(t, acp.Options{})

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// JSON-RPC error codes Cline 3.0.65 answers with (ACP §1, §4, §8).
+// JSON-RPC error codes Cline 3.0.65 answers with (docs/acp.md §1, §4, §8).
 const (
 	codeInternal         = -32603 // provider failures ("Internal error: <provider message>")
 	codeAuthRequired     = -32000 // no CLINE_API_KEY; auth-classified provider errors
@@ -32,7 +32,7 @@ var (
 )
 
 // RPCError is a JSON-RPC error the agent answered a request with. Provider failures come this
-// way, not as a stopReason (ACP §8).
+// way, not as a stopReason (docs/acp.md §8).
 type RPCError struct {
 	Op      string // the request: initialize, session/new, session/prompt, ...
 	Code    int

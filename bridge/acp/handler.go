@@ -9,7 +9,7 @@ import (
 )
 
 // errNotOffered answers the client methods the engine does not offer (fs/*, terminal/*): Cline
-// never calls them (ACP §5), and a hostile agent gets nothing from them.
+// never calls them (docs/acp.md §5), and a hostile agent gets nothing from them.
 var errNotOffered = errors.New("cline-mcp does not offer this method")
 
 // handler is the engine's acp.Client: the agent's requests and notifications to us. The SDK
@@ -25,7 +25,7 @@ func (h *handler) SessionUpdate(_ context.Context, n sdk.SessionNotification) er
 }
 
 // RequestPermission asks the session's policy. The answer is an allow_once or reject_once
-// option (never allow_always, which the CLI does not remember anyway, ACP §5), or "cancelled"
+// option (never allow_always, which the CLI does not remember anyway, docs/acp.md §5), or "cancelled"
 // when the turn is being cancelled, when there is no turn, or when the agent offered no fitting
 // option.
 func (h *handler) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {

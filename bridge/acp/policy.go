@@ -14,7 +14,7 @@ type ToolCall struct {
 	SessionID string
 	ID        string
 	// Kind is the ACP tool kind: Cline maps editor→edit, read_files→read, run_commands→execute
-	// and apply_patch→other (ACP §5), so a policy matches Tool as well.
+	// and apply_patch→other (docs/acp.md §5), so a policy matches Tool as well.
 	Kind string
 	// Tool is the tool name, taken from the title ("editor: {...}"); "" when the title has no
 	// recognisable name.

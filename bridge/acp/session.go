@@ -49,7 +49,7 @@ func (s *Session) History() []Message {
 }
 
 // SetModel selects the model for the next turns (session/set_config_option configId "model";
-// the CLI takes any string, ACP §1).
+// the CLI takes any string, docs/acp.md §1).
 func (s *Session) SetModel(ctx context.Context, model string) error {
 	_, err := call(ctx, func(ctx context.Context) (sdk.SetSessionConfigOptionResponse, error) {
 		return s.c.sdk.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
@@ -201,7 +201,7 @@ func (s *Session) Prompt(ctx context.Context, text string, onEvent func(cline.Ev
 }
 
 // stop cancels the running turn: session/cancel first, then every pending permission request
-// is answered "cancelled" (the order the ACP spec gives and the CLI was observed with, ACP §6),
+// is answered "cancelled" (the order the ACP spec gives and the CLI was observed with, docs/acp.md §6),
 // then it waits CancelGrace for the prompt's answer; without one it closes stdin and reports
 // ErrUnresponsive when the stream does not end either.
 func (s *Session) stop(ts *turnState, done <-chan promptResult, pcancel context.CancelFunc) promptResult {

@@ -15,7 +15,7 @@ import (
 type Turn struct {
 	SessionID string
 	// StopReason is the agent's: end_turn, cancelled (our cancel, or Cline's abort after
-	// repeated rejected calls, ACP §5), max_turn_requests, max_tokens, refusal; "" when none came.
+	// repeated rejected calls, docs/acp.md §5), max_turn_requests, max_tokens, refusal; "" when none came.
 	StopReason string
 	// Text is the agent's message of the turn's last iteration (the answer).
 	Text       string
@@ -182,7 +182,7 @@ func (ts *turnState) textChunk(evs []cline.Event, txt, kind string) []cline.Even
 }
 
 // tool handles tool_call and tool_call_update. Cline sends updates for an id before the
-// tool_call that creates it (ACP §7), so whichever names the tool first starts it, and a call
+// tool_call that creates it (docs/acp.md §7), so whichever names the tool first starts it, and a call
 // ends once, at its first failed/completed status; a later failed update with an output only
 // refines the error (a rejection: failed, then tool_call, then failed with the reason). A
 // pending tool_call_update with a title for an ended id is a new call that reuses the id.
@@ -257,7 +257,7 @@ func (ts *turnState) tool(evs []cline.Event, id string, title *string, status st
 }
 
 // toolFailure reads a rawOutput: {"error":...}, the JSON string of such an object (a rejection,
-// ACP §5), or a list of operations with success:false (run_commands, read_files).
+// docs/acp.md §5), or a list of operations with success:false (run_commands, read_files).
 func toolFailure(out any) (string, bool) {
 	switch v := out.(type) {
 	case string:

@@ -17,7 +17,7 @@ const maxManifest = 4 << 20
 func ManifestPath(id string) string { return path.Join("sessions", id, id+".json") }
 
 // ReadUsage returns a session's cumulative usage from its manifest (metadata.usage), which is
-// the only place the CLI reports it (ACP §9): call it after each turn and subtract. The file is
+// the only place the CLI reports it (docs/acp.md §9): call it after each turn and subtract. The file is
 // opened through an os.Root at dataDir, so neither the id nor a symbolic link planted by the run
 // reaches outside it, and at most maxManifest bytes are read.
 func ReadUsage(dataDir, id string) (*cline.Usage, error) {

@@ -11,7 +11,7 @@ import (
 )
 
 // ACP mode (`fake-cline --acp`): NDJSON JSON-RPC 2.0 on stdin/stdout replaying what the real CLI
-// 3.0.65 was observed to do (shared/cline-cli/ACP.md, re-checked by the contract suite's TestACP*
+// 3.0.65 was observed to do (docs/acp.md, re-checked by the contract suite's TestACP*
 // tests): the initialize answer, sessions stored under the data dir and loadable by a later
 // process, a permission request before every tool call, reject/cancel semantics, the abort after
 // five rejected calls in a row, provider failures as JSON-RPC errors. Scenarios are selected per
@@ -49,7 +49,7 @@ type acpAgent struct {
 }
 
 // acpMain serves ACP until stdin ends. Like the real CLI it ignores -P/-m/-k/-c/--data-dir
-// (ACP §10): the provider comes from CLINE_PROVIDER (default cline), the key from CLINE_API_KEY.
+// (docs/acp.md §10): the provider comes from CLINE_PROVIDER (default cline), the key from CLINE_API_KEY.
 func acpMain(cfg *config, out, errOut *stream) int {
 	cfg.dataDir, cfg.cwd = "", ""
 	procCwd, _ := os.Getwd()
@@ -177,5 +177,5 @@ func (a *acpAgent) handle(method string, params json.RawMessage) (any, *rpcErr) 
 	return nil, &rpcErr{code: -32601, msg: fmt.Sprintf("%q: %s", "Method not found", method)}
 }
 
-// initializeResult is the real CLI's answer (ACP §2).
+// initializeResult is the real CLI's answer (docs/acp.md §2).
 const initializeResult = `{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"promptCapabilities":{"image":true,"audio":false,"embeddedContext":false}},"agentInfo":{"name":"cline","version":"3.0.65"},"authMethods":[{"id":"cline","name":"Sign in with Cline"},{"id":"cline-pass","name":"Sign in with ClinePass"},{"id":"openai-codex","name":"Sign in with ChatGPT Subscription"}]}`

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Permission texts of the real CLI (ACP §5, §6).
+// Permission texts of the real CLI (docs/acp.md §5, §6).
 const (
 	rejectedText  = "User rejected the tool call -- NOT a tool or system failure. Clarify with user before proceeding."
 	cancelledText = "Permission request was cancelled -- NOT a tool or system failure. Clarify with user before proceeding."
@@ -16,7 +16,7 @@ const (
 // acpRejectLimit: this many rejected calls in a row end the prompt with stopReason cancelled.
 const acpRejectLimit = 5
 
-// acpCancelDelay is how long the real CLI took from session/cancel to the answer (77 ms, ACP §6).
+// acpCancelDelay is how long the real CLI took from session/cancel to the answer (77 ms, docs/acp.md §6).
 const acpCancelDelay = 75 * time.Millisecond
 
 // acpRun is one prompt being answered.

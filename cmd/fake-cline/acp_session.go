@@ -54,7 +54,7 @@ func (a *acpAgent) sessionDir(id string) string {
 }
 
 // defaultModel is what session/new and session/load select: ACP mode does not persist the model
-// per session and CLINE_MODEL counts only when it is in the provider's catalogue (ACP §1, §4).
+// per session and CLINE_MODEL counts only when it is in the provider's catalogue (docs/acp.md §1, §4).
 func (a *acpAgent) defaultModel() string {
 	if a.provider == "openai-compatible" {
 		return "gpt-4o"
@@ -83,7 +83,7 @@ func (a *acpAgent) newSession(params json.RawMessage) (any, *rpcErr) {
 	return obj{{"sessionId", s.id}, {"modes", s.modes()}, {"models", s.models()}, {"configOptions", s.configOptions()}}, nil
 }
 
-// loadSession replays the stored history as updates before it answers (ACP §4).
+// loadSession replays the stored history as updates before it answers (docs/acp.md §4).
 func (a *acpAgent) loadSession(params json.RawMessage) (any, *rpcErr) {
 	var p struct {
 		SessionID string `json:"sessionId"`

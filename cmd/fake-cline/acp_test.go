@@ -10,7 +10,7 @@ import (
 )
 
 // TestACPAnswersLikeTheRealCLI: fake-cline --acp answers initialize, session/new (no key: -32000)
-// and an unknown method with the real CLI's messages (ACP.md §2, §1, §3), -P/-m/--data-dir are
+// and an unknown method with the real CLI's messages (docs/acp.md §2, §1, §3), -P/-m/--data-dir are
 // ignored, stdout carries only JSON-RPC, and the process ends when stdin ends.
 func TestACPAnswersLikeTheRealCLI(t *testing.T) {
 	home := t.TempDir()

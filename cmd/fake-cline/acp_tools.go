@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// acpKinds is the CLI's tool-kind mapping (ACP §5): apply_patch is missing, so it is "other".
+// acpKinds is the CLI's tool-kind mapping (docs/acp.md §5): apply_patch is missing, so it is "other".
 var acpKinds = map[string]string{"editor": "edit", "read_files": "read", "run_commands": "execute", "search_codebase": "search", "fetch_web_content": "fetch"}
 
 func acpKind(tool string) string {
@@ -29,7 +29,7 @@ func acpTitle(c call) string {
 	return c.tool + ": " + in
 }
 
-// runCalls plays one response's tool calls in the observed order (ACP §7): for each call a
+// runCalls plays one response's tool calls in the observed order (docs/acp.md §7): for each call a
 // pending tool_call_update, the permission request and an in_progress/failed update; then for
 // each call the tool_call and its completed/failed update with rawOutput. It returns a
 // stopReason when the prompt ends here ("cancelled" after a cancel or five rejections in a row).
