@@ -311,6 +311,9 @@ func pluck(m map[string]any, key, name string, want map[string]any) any {
 	}
 	entry, ok := servers[name].(map[string]any)
 	if !ok {
+		if len(servers) == 0 {
+			delete(m, key) // an empty table: the merged file drops it the same way
+		}
 		return servers[name]
 	}
 	got := take(entry, want)

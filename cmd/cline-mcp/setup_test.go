@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -338,6 +339,29 @@ func TestBuildVersion(t *testing.T) {
 	} {
 		if got := buildVersion(c.stamped, c.info, c.info != nil); got != c.want {
 			t.Errorf("buildVersion(%q, %v) = %q, want %q", c.stamped, c.info, got, c.want)
+		}
+	}
+}
+
+// TestSetupIntoAnEmptyServersTable: a file whose servers table exists but is empty (what Claude
+// Code writes on its first start) gets the entry; the rest of the file is kept.
+func TestSetupIntoAnEmptyServersTable(t *testing.T) {
+	empty := map[string]string{"json": `{"numStartups": 7, "%s": {}}`, "toml": "model = \"x\"\n[%s]\n"}
+	for _, client := range setupClients {
+		setupHome(t)
+		path, _ := clientPath(client, &setupOptions{}, os.Getenv)
+		_ = os.MkdirAll(filepath.Dir(path), 0o700)
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(empty[client.format], client.key)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := runSetupCmd(t, client.name); code != 0 {
+			t.Errorf("%s: exit %d: %s%s", client.name, code, out, errOut)
+			continue
+		}
+		b, _ := os.ReadFile(path)
+		m := decodeAny(t, client.format, b)
+		if e, _ := pluck(m, client.key, "cline", entryValue(client, setupEntry{})).(map[string]any); e == nil {
+			t.Errorf("%s: no entry in %s", client.name, b)
 		}
 	}
 }
