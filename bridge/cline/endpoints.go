@@ -67,7 +67,7 @@ func ProviderEndpoints(provider string, settings json.RawMessage) (eps []string,
 	}
 	switch provider {
 	case "cline":
-		add("api.cline.bot:443") // its OAuth refresh, whatever the baseUrl
+		add("api.cline.bot:443") // its account API, whatever the baseUrl (the host refreshes the token before a container run)
 	case "openai-codex":
 		add("chatgpt.com:443")
 		add("auth.openai.com:443")

@@ -52,8 +52,8 @@ type Egress struct {
 
 // WithEgress sets the network policy of runs (default: EgressOpen on the WithNetwork network, as
 // before egress existed). In EgressProvider mode the WithNetwork network is the proxy's way out:
-// it must be "bridge" or a named network ("none", "host" and "container:<name>" cannot carry a
-// second network).
+// it must be "bridge" or a named network ("none" has no way out, "host" would hand the proxy every
+// service of the host, and "container:<name>" another container's namespace).
 func WithEgress(eg Egress) Option {
 	return func(e *Executor) error {
 		if eg.Mode == "" {
@@ -88,7 +88,7 @@ func CheckEgressNetwork(mode sandbox.EgressMode, network string) error {
 		return nil
 	}
 	if network == "none" || network == "host" || strings.HasPrefix(network, "container:") {
-		return fmt.Errorf("egress provider: the proxy reaches the provider through the network %q, which cannot be shared with a second network; use bridge or a named network, or egress none/open", network)
+		return fmt.Errorf("egress provider: the proxy reaches the provider through the network %q, which it cannot use (none has no way out, host would give it the host's services, container:<name> another container's namespace); use bridge or a named network, or egress none/open", network)
 	}
 	return nil
 }
