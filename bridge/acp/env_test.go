@@ -52,7 +52,10 @@ func TestReadUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, filepath.Join(data, "sessions", id2, id2+".json")); err != nil {
-		t.Skip(err)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot create a symlink: %v", err)
+		}
+		t.Skipf("!!! SKIPPED: cannot create a symlink here: %v", err)
 	}
 	if _, err := ReadUsage(data, id2); err == nil {
 		t.Error("a manifest linking outside the data dir was read")

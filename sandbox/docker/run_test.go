@@ -38,10 +38,10 @@ func TestRunOrderConfigAndDemux(t *testing.T) {
 		Path:   "/usr/local/bin/cline",
 		Args:   []string{"--json", "say hi"},
 		Env:    []string{"A=1"},
-		Dir:    "/work/repo",
+		Dir:    "/src/repo",
 		Stdout: &out,
 		Stderr: &errOut,
-		Mounts: []sandbox.Mount{{Source: "/work/repo", Target: "/work/repo"}, {Source: "/work/repo/.git", Target: "/work/repo/.git", ReadOnly: true}},
+		Mounts: []sandbox.Mount{{Source: "/src/repo", Target: "/src/repo"}, {Source: "/src/repo/.git", Target: "/src/repo/.git", ReadOnly: true}},
 		Tmpfs:  []sandbox.Tmpfs{{Target: "/home/cline", SizeMB: 64}, {Target: "/tmp"}},
 		Labels: map[string]string{"x": "y"},
 	}
@@ -79,7 +79,7 @@ func wantCreatedConfig(t *testing.T, created client.ContainerCreateOptions) {
 		{"entrypoint", cfg.Entrypoint, []string{"/usr/local/bin/cline"}},
 		{"cmd", cfg.Cmd, []string{"--json", "say hi"}},
 		{"env", cfg.Env, []string{"A=1"}},
-		{"workdir", cfg.WorkingDir, "/work/repo"},
+		{"workdir", cfg.WorkingDir, "/src/repo"},
 		{"user", cfg.User, me},
 		{"stop signal", cfg.StopSignal, "SIGINT"},
 		{"stdin", cfg.OpenStdin || cfg.AttachStdin || cfg.Tty, false},
@@ -103,8 +103,8 @@ func wantCreatedConfig(t *testing.T, created client.ContainerCreateOptions) {
 		{"tmpfs home", host.Tmpfs["/home/cline"], fmt.Sprintf("rw,exec,nosuid,nodev,size=64m,mode=0700,uid=%d,gid=%d", os.Getuid(), os.Getgid())},
 		{"tmpfs tmp", host.Tmpfs["/tmp"], "rw,exec,nosuid,nodev,size=256m,mode=1777"},
 		{"mounts", host.Mounts, []mount.Mount{
-			{Type: mount.TypeBind, Source: "/work/repo", Target: "/work/repo", BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}},
-			{Type: mount.TypeBind, Source: "/work/repo/.git", Target: "/work/repo/.git", ReadOnly: true, BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}},
+			{Type: mount.TypeBind, Source: "/src/repo", Target: "/src/repo", BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}},
+			{Type: mount.TypeBind, Source: "/src/repo/.git", Target: "/src/repo/.git", ReadOnly: true, BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}},
 		}},
 	}
 	for _, c := range checks {
