@@ -6,65 +6,74 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
-	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
-// epilogueTimeout bounds host-side work that must happen even after a cancel.
-const epilogueTimeout = 2 * time.Minute
-
-func settingsOverride(c Call) settings.Override {
-	return settings.Override{Provider: c.Provider, Model: c.Model}
-}
-
-// apply runs apply_cline_edits: evidence before, the run (retried only when the first attempt
-// provably changed nothing), evidence after, then the diff of exactly the run's changes and the
-// commit guard. The user's history is never rewritten; a commit is reported with the undo.
+// checkoutSpace is apply_cline_edits': evidence before, the run in the user's checkout (retried
+// only when the first attempt provably changed nothing), evidence after, then the diff of exactly
+// the run's changes and the commit guard. The user's history is never rewritten; a commit is
+// reported with the undo.
 //
 // Only the "before" evidence discovers the repository (from cwd, before anything ran). Every
 // later look — the retry guard, the evidence after, the diff, the container's mounts — crosses
 // the trust boundary through worktree.Inspect/Compare with that pre-run record, so a nested
 // .git, a rewritten .git/config or a redirected .git file the run left behind is never used.
-func (k *call) apply(ctx context.Context) Result {
-	git := k.r.cfg.Git
-	k.dir = k.Cwd
-	before, err := git.Evidence(ctx, k.Cwd)
+type checkoutSpace struct {
+	git    Git
+	cwd    string
+	before *worktree.Evidence
+}
+
+func (w *checkoutSpace) prepare(ctx context.Context, res *Result) (string, []string, *failure) {
+	before, err := w.git.Evidence(ctx, w.cwd)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotGit) {
-			return k.fail(cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git work tree; apply_cline_edits needs a git checkout so it can return the diff and forbid commits", k.Cwd), false)
+			return "", nil, &failure{cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git work tree; apply_cline_edits needs a git checkout so it can return the diff and forbid commits", w.cwd)}
 		}
-		return k.fail(cline.KindEditsInspectionFailed, "could not record the checkout's state before the run, so Cline was not started: "+err.Error(), false)
+		return "", nil, &failure{cline.KindEditsInspectionFailed, "could not record the checkout's state before the run, so Cline was not started: " + err.Error()}
 	}
-	k.warnings = append(k.warnings, before.Warnings...)
-	k.repo = &before.Repo
-	k.res.HeadBefore = before.Head
-	guard := func(ctx context.Context, a attempt) string {
-		if a.toolCalls > 0 {
-			return fmt.Sprintf("the first attempt made %d tool call(s), so a retry could repeat edits", a.toolCalls)
-		}
-		now, err := git.Inspect(ctx, before)
-		if err != nil {
-			return "the checkout could not be inspected after the first attempt: " + err.Error()
-		}
-		if now.Incomplete || worktree.CheckoutMayChange(before, now) {
-			return "the checkout changed during the first attempt"
-		}
-		return ""
-	}
-	res := k.withSettings(ctx, guard)
+	w.before = &before
+	res.HeadBefore = before.Head
+	return w.cwd, before.Warnings, nil
+}
 
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), epilogueTimeout)
-	defer cancel()
+func (w *checkoutSpace) record() *worktree.Repo {
+	if w.before == nil {
+		return nil
+	}
+	return &w.before.Repo
+}
+
+func (w *checkoutSpace) mounts(context.Context) ([]sandbox.Mount, error) {
+	return layoutMounts(ApplyClineEdits, w.record(), w.cwd)
+}
+
+func (w *checkoutSpace) retry(ctx context.Context, a attempt) string {
+	if a.toolCalls > 0 {
+		return fmt.Sprintf("the first attempt made %d tool call(s), so a retry could repeat edits", a.toolCalls)
+	}
+	now, err := w.git.Inspect(ctx, *w.before)
+	if err != nil {
+		return "the checkout could not be inspected after the first attempt: " + err.Error()
+	}
+	if now.Incomplete || worktree.CheckoutMayChange(*w.before, now) {
+		return "the checkout changed during the first attempt"
+	}
+	return ""
+}
+
+func (w *checkoutSpace) finish(ctx context.Context, res Result, _ bool) Result {
+	before := *w.before
 	report := &GitReport{HeadBefore: before.Head, RefBefore: before.Ref}
 	res.Git = report
 	res.HeadBefore = before.Head
-	after, err := git.Inspect(ectx, before)
+	after, err := w.git.Inspect(ctx, before)
 	var change worktree.Change
 	if err == nil {
-		change, err = git.Compare(ectx, before, after)
+		change, err = w.git.Compare(ctx, before, after)
 	}
 	if err != nil {
 		report.Error = err.Error()

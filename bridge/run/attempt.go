@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
-	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -23,11 +22,11 @@ type attempt struct {
 	toolCalls  int
 	stdoutTail string
 	stderrTail string
+	// warnings are this attempt's: its settings copy, tool policy, network and merge-back.
+	warnings []string
 }
 
-// retryGuard may veto a retry (apply_cline_edits: only when the first attempt changed nothing).
-// It returns "" to allow the retry, or the reason not to.
-type retryGuard func(ctx context.Context, a attempt) string
+func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
 
 // withSettings runs the attempts under the settings discipline of the call. A default host run
 // works on the user's providers.json itself (the CLI's own token refreshes land there directly);
@@ -37,9 +36,9 @@ type retryGuard func(ctx context.Context, a attempt) string
 // behind; refreshed credentials are merged back afterwards. Overrides exclude nothing: only a
 // merge-back that has a refreshed token to write waits for this server's default runs in flight
 // (settings.Store.Begin).
-func (k *call) withSettings(ctx context.Context, guard retryGuard) Result {
+func (k *call) withSettings(ctx context.Context) Result {
 	if k.iso == sandbox.IsolationDocker || k.Override() {
-		return k.attempts(ctx, guard)
+		return k.attempts(ctx)
 	}
 	sr, warns, err := k.r.cfg.Settings.Begin(ctx)
 	if err != nil {
@@ -47,29 +46,30 @@ func (k *call) withSettings(ctx context.Context, guard retryGuard) Result {
 	}
 	k.hold = sr
 	k.warnings = append(k.warnings, warns...)
-	res := k.attempts(ctx, guard)
-	res.Warnings = append(res.Warnings, sr.End()...)
+	res := k.attempts(ctx)
+	ectx, cancel := epilogue(ctx)
+	defer cancel()
+	res.Warnings = append(res.Warnings, k.r.cfg.Settings.End(ectx, sr)...)
 	return res
 }
 
 // attempts is the seed's retry policy: one retry with a 2–3 s cancellable backoff for transient
 // errors and cline_updating; a timeout is retried only when timeoutSeconds <= 120; nothing else.
-func (k *call) attempts(ctx context.Context, guard retryGuard) Result {
+func (k *call) attempts(ctx context.Context) Result {
 	iso := k.iso
 	var a attempt
 	for n := 1; ; n++ {
 		a = k.attempt(ctx, iso, n)
+		k.warnings = append(k.warnings, a.warnings...)
 		k.res.Attempts = n
 		k.res.AttemptIsolation = append(k.res.AttemptIsolation, iso)
 		k.res.Isolation = iso
 		if a.verdict.OK || n >= 2 || ctx.Err() != nil || !cline.ShouldRetry(a.verdict, k.TimeoutSeconds) {
 			break
 		}
-		if guard != nil {
-			if why := guard(ctx, a); why != "" {
-				k.warnings = append(k.warnings, "not retried: "+why)
-				break
-			}
+		if why := k.space.retry(ctx, a); why != "" {
+			k.warnings = append(k.warnings, "not retried: "+why)
+			break
 		}
 		wait := k.r.cfg.Backoff()
 		k.progress(fmt.Sprintf("attempt %d failed (%s); retrying in %.1f s", n, a.verdict.Kind, wait.Seconds()))
@@ -123,43 +123,33 @@ func (k *call) finish(a attempt) Result {
 	return k.fail(v.Kind, v.Message, retryable)
 }
 
-// attempt runs the CLI once in the given isolation and classifies the outcome.
-func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) attempt {
-	a := attempt{n: n, iso: iso}
-	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(n, ev) })
-	stderr := &cline.StderrScanner{}
-	outTail, errTail := k.red.NewTail(redact.DefaultTailChars), k.red.NewTail(redact.DefaultTailChars)
-	spec := sandbox.Spec{
-		Stdout:      io.MultiWriter(parser, outTail),
-		Stderr:      io.MultiWriter(stderr, errTail),
-		StopGrace:   k.r.cfg.StopGrace,
-		SettleGrace: k.r.cfg.SettleGrace,
-	}
+// attempt runs the CLI once in the given isolation and classifies the outcome: the call prepares
+// the spec (settings copy, tool policy, mounts), the engine runs it and reads what the CLI said.
+//
+// The result is named: the settings copy's cleanup (merge-back) runs deferred and adds its
+// warnings to it.
+func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a attempt) {
+	a = attempt{n: n, iso: iso}
 	req := cline.Request{
 		Prompt: k.Prompt, SystemPrompt: k.SystemPrompt, Cwd: k.dir, Thinking: k.Thinking,
 		Provider: k.Provider, Model: k.Model, AutoApprove: !(k.Tool.Analysis() && k.r.cfg.SeedPolicy),
 	}
-
+	spec := sandbox.Spec{StopGrace: k.r.cfg.StopGrace, SettleGrace: k.r.cfg.SettleGrace}
 	var exec sandbox.Executor
 	var after func()
 	var err error
 	if iso == sandbox.IsolationDocker {
 		exec = k.r.cfg.Docker
-		after, err = k.dockerSpec(ctx, &spec, &req)
+		after, err = k.dockerSpec(ctx, &spec, &req, &a)
 	} else {
 		exec = k.r.cfg.Host
-		after, err = k.hostSpec(ctx, &spec, &req, n)
+		after, err = k.hostSpec(ctx, &spec, &req, &a)
 	}
 	if after != nil {
 		defer after()
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			// Preparing the attempt (creating a container's mounts, say) ended by a cancel.
-			a.verdict = cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
-			return a
-		}
-		a.verdict = launchVerdict(err, iso)
+		a.verdict = k.startVerdict(ctx, err, iso, false)
 		return a
 	}
 	if exec == nil {
@@ -168,57 +158,14 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) attemp
 	}
 
 	k.progress(fmt.Sprintf("attempt %d: starting Cline (%s)", n, iso))
-	actx, cancel := context.WithTimeout(ctx, time.Duration(k.TimeoutSeconds)*time.Second)
-	exit, err := exec.Run(actx, spec)
-	deadline := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	cancel()
-	parser.Close()
-	stderr.Close()
-	outTail.Flush()
-	errTail.Flush()
-	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
-	// Copy mode: the run happened, only bringing its changes back was refused (a hostile or
-	// oversized archive); nothing was written to the host.
-	var copyBack *sandbox.CopyBackError
-	if errors.As(err, &copyBack) {
-		err = nil
-	}
-	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			// The cancel arrived while the run was being set up (a container being created).
-			a.verdict = cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
-		case deadline:
-			a.verdict = cline.Verdict{Kind: cline.KindTimeout,
-				Message: fmt.Sprintf("Cline could not be started within the %d s limit: %v", k.TimeoutSeconds, err)}
-		default:
-			a.verdict = launchVerdict(err, iso)
-		}
+	copyBack := k.r.engine.run(ctx, k, &a, exec, spec)
+	if !a.ran {
 		return a
 	}
-	a.ran, a.exit = true, exit
-	sum := parser.Summary()
-	a.toolCalls = sum.ToolCalls
-	if iso == sandbox.IsolationDocker || len(sum.MutatingSuccesses) > 0 {
-		k.mayHaveWritten = true
-	}
-	a.verdict = cline.Classify(cline.Outcome{
-		ExitCode:       exit.Code,
-		Signal:         exit.Signal,
-		TimedOut:       exit.Stopped && deadline,
-		Cancelled:      exit.Stopped && !deadline,
-		TimeoutSeconds: k.TimeoutSeconds,
-		Elapsed:        exit.Duration,
-		Stdout:         sum,
-		Stderr:         stderr.Summary(),
-		OOMKilled:      exit.OOMKilled,
-		Analysis:       k.Tool.Analysis(),
-		Allowed:        k.allowedTools(iso),
-	})
 	if iso == sandbox.IsolationDocker {
-		k.warnings = append(k.warnings, k.egressWarnings(exit)...)
+		a.warn(k.egressWarnings(a.exit)...)
 	}
-	if exit.StreamsCut {
+	if a.exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
 	}
 	if copyBack != nil {
@@ -230,6 +177,22 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) attemp
 		}
 	}
 	return a
+}
+
+// startVerdict maps an error before the CLI ran: preparing the attempt, or the executor starting
+// it. A cancel meanwhile is cancelled; the attempt's own time limit running out (deadline) is a
+// timeout; anything else is launchVerdict's.
+func (k *call) startVerdict(ctx context.Context, err error, iso sandbox.Isolation, deadline bool) cline.Verdict {
+	switch {
+	case ctx.Err() != nil:
+		// Preparing the attempt, or creating its container, ended by a cancel.
+		return cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
+	case deadline:
+		return cline.Verdict{Kind: cline.KindTimeout,
+			Message: fmt.Sprintf("Cline could not be started within the %d s limit: %v", k.TimeoutSeconds, err)}
+	default:
+		return launchVerdict(err, iso)
+	}
 }
 
 // launchVerdict maps a failure to start. On the host, a missing executable that was found a
@@ -261,19 +224,19 @@ func (k *call) allowedTools(iso sandbox.Isolation) []string {
 // hostSpec fills the spec for a run on this machine. A run with a provider/model override gets a
 // private copy of the settings (settings.HostCopy) as CLINE_PROVIDER_SETTINGS_PATH; the returned
 // cleanup merges refreshed credentials back (settings.MergeAllowed) and deletes the copy.
-func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, n int) (func(), error) {
+func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, a *attempt) (func(), error) {
 	path, err := k.r.cfg.ClinePath()
 	if err != nil {
 		return nil, err
 	}
 	extra := map[string]string{}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		if extra, err = k.hostPolicy(ctx, n); err != nil {
+		if extra, err = k.hostPolicy(ctx, a); err != nil {
 			return nil, err
 		}
 		if w := k.r.versionWarning(path); w != "" && !k.versionWarned {
 			k.versionWarned = true
-			k.warnings = append(k.warnings, w)
+			a.warn(w)
 		}
 	}
 	if k.r.cfg.Instance != "" {
@@ -287,14 +250,14 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 		if err != nil {
 			return nil, fmt.Errorf("copy Cline's settings for the override: %w", err)
 		}
-		k.warnings = append(k.warnings, cp.Warnings()...)
-		cleanup = func() { k.mergeBack(cp) }
-		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath()
+		a.warn(cp.Warnings...)
+		cleanup = func() { k.mergeBack(ctx, cp, a) }
+		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath
 		// The CLI on this machine refreshes its token in the copy.
-		k.red.watch(cp.SettingsPath(), cp.ReadBack)
+		k.watchCopy(cp)
 	}
 	spec.Path = path
-	spec.Args = cline.Args(*req)
+	spec.Args = k.r.engine.argv(*req)
 	spec.Env = cline.Env(k.r.cfg.Env, extra)
 	spec.Dir = k.dir
 	return cleanup, nil
@@ -302,22 +265,26 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 
 // mergeBack brings the refreshed credentials of a host run's private copy home (a container's copy
 // brings none), learns the credential values the copy held, and deletes the copy, which holds keys.
-// It runs on every path: a refreshed token is the user's, whatever became of the call.
-func (k *call) mergeBack(cp SettingsCopy) {
+// It runs on every path, on a ctx a cancel does not end: a refreshed token is the user's, whatever
+// became of the call. A container retry of a default host call merges under this call's own hold.
+func (k *call) mergeBack(ctx context.Context, cp *settings.Copy, a *attempt) {
+	st := k.r.cfg.Settings
 	// Whatever credential the copy holds now is a secret of this call, merged back or not.
-	if b, err := cp.ReadBack(); err == nil {
+	if b, err := st.ReadBack(cp); err == nil {
 		k.red.learnJSON(b, true)
 	}
-	if k.hold != nil {
-		// A container retry of a default host call: this call's own shared hold would block the
-		// exclusive one.
-		k.warnings = append(k.warnings, k.hold.MergeAllowed(cp)...)
-	} else {
-		k.warnings = append(k.warnings, k.r.cfg.Settings.MergeAllowed(cp)...)
+	ectx, cancel := epilogue(ctx)
+	defer cancel()
+	a.warn(st.MergeAllowed(ectx, cp, k.hold)...)
+	if err := st.Discard(cp); err != nil {
+		a.warn(fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
 	}
-	if err := cp.Close(); err != nil {
-		k.warnings = append(k.warnings, fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir(), err))
-	}
+}
+
+// watchCopy makes the call's redactor watch a private copy's providers.json: a token the run
+// refreshes in it is a secret of the call.
+func (k *call) watchCopy(cp *settings.Copy) {
+	k.red.watch(cp.SettingsPath, func() ([]byte, error) { return k.r.cfg.Settings.ReadBack(cp) })
 }
 
 // onEvent turns live stream events into short, redacted progress messages. Text is redacted

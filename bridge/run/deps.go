@@ -9,49 +9,35 @@ import (
 )
 
 // The Runner's dependencies, declared where they are used so the runner's decisions can be
-// exercised in-process with fakes. Production wires the real types: *worktree.Git as it is,
-// *settings.Store through StoreSettings and *worktree.Manager through ManagedWorktrees (their
-// methods return concrete handles — *settings.Run, *settings.Copy, *worktree.Worktree — which the
-// adapters wrap without changing what they do).
+// exercised in-process with fakes. Production wires *settings.Store and *worktree.Git as they are,
+// and *worktree.Manager through ManagedWorktrees (its Acquire returns a *worktree.Worktree, which
+// the adapter hands out as a Worktree without changing what it does).
 
-// Settings is the user's providers.json and the bridge's writes to it (settings.Store).
+// Settings is the user's providers.json and the bridge's writes to it: *settings.Store. The
+// handles it returns are the store's own (*settings.Run, *settings.Copy): the runner reads their
+// fields and gives them back to the store, never calls them, so a fake can hand out plain values.
 type Settings interface {
-	// Path is the providers.json whose secret values every result is redacted of.
-	Path() string
-	// Begin takes the shared hold of a default host run (settings.Store.Begin); after a nil
-	// error, End must be called exactly once.
-	Begin(ctx context.Context) (SettingsHold, []string, error)
+	// File is the providers.json whose secret values every result is redacted of.
+	File() string
+	// Begin takes the shared hold of a default host run; after a nil error, End must be called
+	// exactly once, on a ctx bounded by the epilogue.
+	Begin(ctx context.Context) (*settings.Run, []string, error)
+	End(ctx context.Context, hold *settings.Run) []string
 	// HostCopy and PrivateCopy make the private copy of a host override run and of a container
-	// run (settings.Store.HostCopy, PrivateCopy); the caller must Close it.
-	HostCopy(dstRoot string, ov settings.Override) (SettingsCopy, error)
-	PrivateCopy(dstRoot string, ov settings.Override) (SettingsCopy, error)
-	// MergeAllowed brings a copy's refreshed credentials home (settings.Store.MergeAllowed).
-	MergeAllowed(c SettingsCopy) []string
-	// EnsureFresh makes the OAuth access token a container run gets outlive until, refreshing it
-	// on the host when needed (settings.Store.EnsureFresh); an error means the run cannot start.
-	EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error)
-}
-
-// SettingsHold is a default host run's shared hold on the settings (settings.Run).
-type SettingsHold interface {
-	// End repairs what the run's CLI lost and gives the hold back.
-	End() []string
-	// MergeAllowed merges a copy back under this hold (a container retry of a default call).
-	MergeAllowed(c SettingsCopy) []string
-	// EnsureFresh is Settings.EnsureFresh under this hold (settings.Run.EnsureFresh).
-	EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error)
-}
-
-// SettingsCopy is a private copy of the settings for one run (settings.Copy). It holds keys.
-type SettingsCopy interface {
-	Dir() string          // the data dir to mount (container) or that holds the copy
-	SettingsPath() string // providers.json inside Dir
-	Target() string       // the only provider block a container copy holds
-	Warnings() []string   // why the copy holds less than it should
+	// run; the caller must Discard it.
+	HostCopy(dstRoot string, ov settings.Override) (*settings.Copy, error)
+	PrivateCopy(dstRoot string, ov settings.Override) (*settings.Copy, error)
 	// ReadBack reads the run's providers.json from the copy as MergeAllowed does (no symlink,
 	// FIFO or device, size-capped): the call learns the credentials in it.
-	ReadBack() ([]byte, error)
-	Close() error // deletes the copy; idempotent
+	ReadBack(c *settings.Copy) ([]byte, error)
+	// MergeAllowed brings a copy's refreshed credentials home; under is the default run's hold a
+	// container retry belongs to (its own shared hold would block the exclusive one), or nil.
+	MergeAllowed(ctx context.Context, c *settings.Copy, under *settings.Run) []string
+	// EnsureFresh makes the OAuth access token a container run gets outlive until, refreshing it
+	// on the host when needed; an error means the run cannot start. under as for MergeAllowed.
+	EnsureFresh(ctx context.Context, ov settings.Override, until time.Time, under *settings.Run) (settings.Fresh, error)
+	// Discard deletes a copy, which holds keys; idempotent.
+	Discard(c *settings.Copy) error
 }
 
 // Git is the host-side git of apply_cline_edits and of the container mounts (worktree.Git).
@@ -88,76 +74,11 @@ type WorktreeInfo struct {
 }
 
 var (
-	_ Git          = (*worktree.Git)(nil)
-	_ Settings     = storeSettings{}
-	_ SettingsHold = storeHold{}
-	_ SettingsCopy = storeCopy{}
-	_ Worktrees    = managedWorktrees{}
-	_ Worktree     = managedWorktree{}
+	_ Git       = (*worktree.Git)(nil)
+	_ Settings  = (*settings.Store)(nil)
+	_ Worktrees = managedWorktrees{}
+	_ Worktree  = managedWorktree{}
 )
-
-// StoreSettings adapts a *settings.Store to Settings (nil stays nil, so New reports it).
-func StoreSettings(s *settings.Store) Settings {
-	if s == nil {
-		return nil
-	}
-	return storeSettings{s}
-}
-
-type storeSettings struct{ s *settings.Store }
-
-func (a storeSettings) Path() string { return a.s.Path }
-
-func (a storeSettings) Begin(ctx context.Context) (SettingsHold, []string, error) {
-	r, warns, err := a.s.Begin(ctx)
-	if err != nil {
-		return nil, warns, err
-	}
-	return storeHold{r}, warns, nil
-}
-
-func (a storeSettings) HostCopy(dstRoot string, ov settings.Override) (SettingsCopy, error) {
-	return wrapCopy(a.s.HostCopy(dstRoot, ov))
-}
-
-func (a storeSettings) PrivateCopy(dstRoot string, ov settings.Override) (SettingsCopy, error) {
-	return wrapCopy(a.s.PrivateCopy(dstRoot, ov))
-}
-
-func (a storeSettings) MergeAllowed(c SettingsCopy) []string { return a.s.MergeAllowed(unwrapCopy(c)) }
-
-func (a storeSettings) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
-	return a.s.EnsureFresh(ctx, ov, until)
-}
-
-type storeHold struct{ r *settings.Run }
-
-func (h storeHold) End() []string                        { return h.r.End() }
-func (h storeHold) MergeAllowed(c SettingsCopy) []string { return h.r.MergeAllowed(unwrapCopy(c)) }
-
-func (h storeHold) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
-	return h.r.EnsureFresh(ctx, ov, until)
-}
-
-type storeCopy struct{ c *settings.Copy }
-
-func wrapCopy(c *settings.Copy, err error) (SettingsCopy, error) {
-	if err != nil {
-		return nil, err
-	}
-	return storeCopy{c}, nil
-}
-
-// unwrapCopy returns the store's own copy; a copy made by anything but a storeSettings is a
-// wiring error.
-func unwrapCopy(c SettingsCopy) *settings.Copy { return c.(storeCopy).c }
-
-func (c storeCopy) Dir() string               { return c.c.Dir }
-func (c storeCopy) SettingsPath() string      { return c.c.SettingsPath }
-func (c storeCopy) Target() string            { return c.c.Target }
-func (c storeCopy) Warnings() []string        { return c.c.Warnings }
-func (c storeCopy) Close() error              { return c.c.Close() }
-func (c storeCopy) ReadBack() ([]byte, error) { return c.c.ReadBack() }
 
 // ManagedWorktrees adapts a *worktree.Manager to Worktrees (nil stays nil, so New reports it).
 func ManagedWorktrees(m *worktree.Manager) Worktrees {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -12,9 +13,10 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
-// TestStoreSettingsAdapter: the adapter hands the store's own hold and copies through: a copy
-// names its files and provider, merges back through the store or a hold, and Close deletes it.
-func TestStoreSettingsAdapter(t *testing.T) {
+// TestStoreIsSettings: *settings.Store is the runner's Settings as it is: a copy names its files and
+// provider, merges back through the store or under a hold, and Discard deletes it; the user's file
+// is untouched.
+func TestStoreIsSettings(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "settings", "providers.json")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -24,9 +26,9 @@ func TestStoreSettingsAdapter(t *testing.T) {
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := StoreSettings(&settings.Store{FS: afero.NewOsFs(), Path: path, TempDir: dir})
-	if s.Path() != path {
-		t.Errorf("Path %q", s.Path())
+	var s Settings = &settings.Store{FS: afero.NewOsFs(), Path: path, TempDir: dir}
+	if s.File() != path {
+		t.Errorf("File %q", s.File())
 	}
 	hold, _, err := s.Begin(t.Context())
 	if err != nil {
@@ -36,30 +38,30 @@ func TestStoreSettingsAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pc.Target() != "openai" || filepath.Dir(filepath.Dir(pc.SettingsPath())) != pc.Dir() {
-		t.Errorf("private copy: target %q, settings %q in %q", pc.Target(), pc.SettingsPath(), pc.Dir())
+	if pc.Target != "openai" || filepath.Dir(filepath.Dir(pc.SettingsPath)) != pc.Dir {
+		t.Errorf("private copy: target %q, settings %q in %q", pc.Target, pc.SettingsPath, pc.Dir)
 	}
-	if _, err := os.Stat(pc.SettingsPath()); err != nil {
-		t.Error(err)
+	if b, err := s.ReadBack(pc); err != nil || !strings.Contains(string(b), "k1") || strings.Contains(string(b), "k2") {
+		t.Errorf("read back %s %v", b, err)
 	}
-	_ = hold.MergeAllowed(pc)
-	if err := pc.Close(); err != nil {
+	_ = s.MergeAllowed(t.Context(), pc, hold)
+	if err := s.Discard(pc); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(pc.Dir()); !os.IsNotExist(err) {
+	if _, err := os.Stat(pc.Dir); !os.IsNotExist(err) {
 		t.Errorf("copy not deleted: %v", err)
 	}
-	_ = hold.End()
+	_ = s.End(t.Context(), hold)
 
 	hc, err := s.HostCopy(t.TempDir(), settings.Override{Provider: "anthropic"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hc.Target() != "anthropic" {
-		t.Errorf("host copy target %q", hc.Target())
+	if hc.Target != "anthropic" {
+		t.Errorf("host copy target %q", hc.Target)
 	}
-	_ = s.MergeAllowed(hc)
-	if err := hc.Close(); err != nil {
+	_ = s.MergeAllowed(t.Context(), hc, nil)
+	if err := s.Discard(hc); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != doc {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
-	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // containerHome is the tmpfs HOME inside the container; nothing of the user's home is mounted.
@@ -23,26 +23,26 @@ const containerHome = "/home/cline"
 // The returned cleanup reads the copy back — nothing of it reaches the host file, its credentials
 // are dropped with a warning (settings.MergeAllowed) and kept for redaction — then deletes the
 // copy, which holds secrets.
-func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request) (func(), error) {
-	if err := k.freshToken(ctx); err != nil {
+func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, a *attempt) (func(), error) {
+	if err := k.freshToken(ctx, a); err != nil {
 		return nil, err
 	}
 	cp, err := k.r.cfg.Settings.PrivateCopy(k.private, settingsOverride(k.Call))
 	if err != nil {
 		return nil, fmt.Errorf("copy Cline's settings for the container: %w", err)
 	}
-	k.warnings = append(k.warnings, cp.Warnings()...)
-	cleanup := func() { k.mergeBack(cp) }
-	k.red.watch(cp.SettingsPath(), cp.ReadBack) // a token the run refreshes is a secret of the call
+	a.warn(cp.Warnings...)
+	cleanup := func() { k.mergeBack(ctx, cp, a) }
+	k.watchCopy(cp) // a token the run refreshes is a secret of the call
 
-	req.DataDir = cp.Dir()
+	req.DataDir = cp.Dir
 	extra := map[string]string{
 		"HOME":           containerHome,
 		"PATH":           "/usr/local/bin:/usr/bin:/bin",
-		"CLINE_DATA_DIR": cp.Dir(),
+		"CLINE_DATA_DIR": cp.Dir,
 	}
 	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		policy, err := k.dockerPolicy(ctx, filepath.Join(cp.Dir(), "settings"))
+		policy, err := k.dockerPolicy(ctx, filepath.Join(cp.Dir, "settings"), a)
 		if err != nil {
 			return cleanup, err
 		}
@@ -54,48 +54,42 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 			extra[name] = v
 		}
 	}
-	mounts, err := k.mounts(ctx)
+	mounts, err := k.space.mounts(ctx)
 	if err != nil {
 		return cleanup, err
 	}
 	// An engine that copies instead of sharing brings back only providers.json, for the merge.
-	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir(), Target: cp.Dir(),
-		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath(), cp.Dir()+string(filepath.Separator)))}}})
+	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir,
+		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath, cp.Dir+string(filepath.Separator)))}}})
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = k.r.cfg.DockerCline
-	spec.Args = cline.Args(*req)
+	spec.Args = k.r.engine.argv(*req)
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = k.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
-	spec.Egress = k.providerEndpoints(cp.SettingsPath(), cp.Target())
+	spec.Egress = k.providerEndpoints(cp.SettingsPath, cp.Target, a)
 	return cleanup, nil
 }
 
 // freshToken makes the OAuth access token of the run's provider outlive the run's time limit
 // before the container gets a copy without the refresh token. The new tokens of a host refresh are
 // learned secrets of the call; a refresh that fails is launch_failed naming the provider and the fix.
-func (k *call) freshToken(ctx context.Context) error {
+func (k *call) freshToken(ctx context.Context, a *attempt) error {
 	until := time.Now().Add(time.Duration(k.TimeoutSeconds) * time.Second)
-	var f settings.Fresh
-	var err error
-	if k.hold != nil {
-		// A container retry of a default host call: this call's own shared hold would block the
-		// exclusive one.
-		f, err = k.hold.EnsureFresh(ctx, settingsOverride(k.Call), until)
-	} else {
-		f, err = k.r.cfg.Settings.EnsureFresh(ctx, settingsOverride(k.Call), until)
-	}
+	// A container retry of a default host call refreshes under this call's own shared hold (k.hold),
+	// which would block the exclusive one.
+	f, err := k.r.cfg.Settings.EnsureFresh(ctx, settingsOverride(k.Call), until, k.hold)
 	// The host wrote these itself (trusted): learned whole, before the container starts, so its
 	// progress and tails are redacted of them too.
 	k.red.Learn(f.Secrets...)
-	k.warnings = append(k.warnings, f.Warnings...)
+	a.warn(f.Warnings...)
 	if f.Refreshed != "" {
 		k.progress(fmt.Sprintf("refreshed the OAuth token of %s on the host for the container", f.Refreshed))
 	}
 	return err
 }
 
-// mounts are the workspace of each tool at the same absolute paths as on the host, from the
+// layoutMounts are the workspace of each tool at the same absolute paths as on the host, from the
 // layout recorded before the first attempt (never rediscovered after one):
 //   - ask_cline: the cwd (its repository when it is in one, for git history) read-only;
 //   - apply_cline_edits: the checkout read-write, its .git and git dirs read-only (no commits,
@@ -103,21 +97,15 @@ func (k *call) freshToken(ctx context.Context) error {
 //   - ask_cline_workspace: the worktree read-write, its .git file and the repository's git dir
 //     (which holds the worktree's own git dir) read-only: git inside the container can read,
 //     the run cannot redirect the worktree's .git, gitdir or commondir pointers.
-func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
-	if k.repo == nil && k.Tool == AskCline {
-		if r, err := k.r.cfg.Git.Open(ctx, k.dir); err == nil {
-			k.repo = &r
-		}
-	}
-	lay := k.repo
+func layoutMounts(tool Tool, lay *worktree.Repo, dir string) ([]sandbox.Mount, error) {
 	if lay == nil {
-		if k.Tool == AskCline {
-			return []sandbox.Mount{{Source: k.dir, Target: k.dir, ReadOnly: true}}, nil
+		if tool == AskCline {
+			return []sandbox.Mount{{Source: dir, Target: dir, ReadOnly: true}}, nil
 		}
-		return nil, fmt.Errorf("no recorded repository layout for the container mounts of %s", k.dir)
+		return nil, notRecorded(dir)
 	}
 	dotgit := filepath.Join(lay.Top, ".git")
-	switch k.Tool {
+	switch tool {
 	case AskCline:
 		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top, ReadOnly: true}}
 		if !within(lay.CommonDir, lay.Top) {
@@ -126,7 +114,7 @@ func (k *call) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 		return ms, nil
 	default: // apply_cline_edits and ask_cline_workspace
 		top := sandbox.Mount{Source: lay.Top, Target: lay.Top}
-		if k.Tool == ApplyClineEdits {
+		if tool == ApplyClineEdits {
 			// An engine that copies instead of sharing brings the checkout's changes back.
 			top.Return = sandbox.Return{Tree: true}
 		}

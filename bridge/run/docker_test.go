@@ -35,8 +35,7 @@ func TestMountsFromTheRecord(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k := &call{Call: Call{Tool: tt.tool}, repo: &tt.repo, dir: tt.repo.Top}
-			got, err := k.mounts(t.Context())
+			got, err := layoutMounts(tt.tool, &tt.repo, tt.repo.Top)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,8 +44,10 @@ func TestMountsFromTheRecord(t *testing.T) {
 			}
 		})
 	}
-	k := &call{Call: Call{Tool: ApplyClineEdits}, dir: "/src/app"}
-	if _, err := k.mounts(t.Context()); err == nil {
+	if _, err := (&checkoutSpace{cwd: "/src/app"}).mounts(t.Context()); err == nil {
 		t.Errorf("apply without a recorded layout: got mounts, want an error (never rediscover after a run)")
+	}
+	if _, err := (&worktreeSpace{cwd: "/src/app"}).mounts(t.Context()); err == nil {
+		t.Errorf("workspace without a recorded worktree: got mounts, want an error")
 	}
 }

@@ -15,7 +15,7 @@ import (
 // host, else the provider's known API host (cline.ProviderEndpoints). They are read from the
 // settings copy just written, before the run (the container never wrote it yet). In provider
 // mode a provider without any known endpoint gets a warning naming the fix.
-func (k *call) providerEndpoints(settingsPath, provider string) []string {
+func (k *call) providerEndpoints(settingsPath, provider string, a *attempt) []string {
 	if k.r.cfg.DockerEgress != sandbox.EgressProvider {
 		return nil
 	}
@@ -29,7 +29,7 @@ func (k *call) providerEndpoints(settingsPath, provider string) []string {
 	}
 	eps, known := cline.ProviderEndpoints(provider, doc.Providers[provider].Settings)
 	if !known && len(k.r.cfg.EgressAllow) == 0 {
-		k.warnings = append(k.warnings, fmt.Sprintf("the egress proxy knows no API endpoint of provider %q (no baseUrl in its settings, and not in the catalog of Cline %s): the run cannot reach it unless the server allows it with --egress-allow host:port", provider, cline.PolicyCLIVersion))
+		a.warn(fmt.Sprintf("the egress proxy knows no API endpoint of provider %q (no baseUrl in its settings, and not in the catalog of Cline %s): the run cannot reach it unless the server allows it with --egress-allow host:port", provider, cline.PolicyCLIVersion))
 	}
 	return eps
 }

@@ -55,13 +55,14 @@ type fakeSettings struct {
 	freshErr error
 
 	mu     sync.Mutex
-	copies []*fakeCopy
-	holds  int // Begin without End
+	copies []*settings.Copy // in the order they were made
+	closed map[*settings.Copy]bool
+	holds  map[*settings.Run]bool // begun → ended
 }
 
-func (s *fakeSettings) Path() string { return s.path }
+func (s *fakeSettings) File() string { return s.path }
 
-func (s *fakeSettings) Begin(ctx context.Context) (SettingsHold, []string, error) {
+func (s *fakeSettings) Begin(ctx context.Context) (*settings.Run, []string, error) {
 	s.ev.add("settings.Begin")
 	if s.blockBegin {
 		<-ctx.Done()
@@ -70,21 +71,39 @@ func (s *fakeSettings) Begin(ctx context.Context) (SettingsHold, []string, error
 	if s.beginErr != nil {
 		return nil, nil, s.beginErr
 	}
+	h := &settings.Run{}
 	s.mu.Lock()
-	s.holds++
+	if s.holds == nil {
+		s.holds = map[*settings.Run]bool{}
+	}
+	s.holds[h] = false
 	s.mu.Unlock()
-	return &fakeHold{s: s}, []string{"begin warning"}, nil
+	return h, []string{"begin warning"}, nil
 }
 
-func (s *fakeSettings) HostCopy(dstRoot string, ov settings.Override) (SettingsCopy, error) {
+func (s *fakeSettings) End(ctx context.Context, h *settings.Run) []string {
+	s.ev.add("hold.End")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ended, ok := s.holds[h]; !ok || ended {
+		panic("hold ended twice, or not begun")
+	}
+	s.holds[h] = true
+	if s.endWarn != "" {
+		return []string{s.endWarn}
+	}
+	return nil
+}
+
+func (s *fakeSettings) HostCopy(dstRoot string, ov settings.Override) (*settings.Copy, error) {
 	return s.newCopy("HostCopy", dstRoot, ov)
 }
 
-func (s *fakeSettings) PrivateCopy(dstRoot string, ov settings.Override) (SettingsCopy, error) {
+func (s *fakeSettings) PrivateCopy(dstRoot string, ov settings.Override) (*settings.Copy, error) {
 	return s.newCopy("PrivateCopy", dstRoot, ov)
 }
 
-func (s *fakeSettings) newCopy(kind, dstRoot string, ov settings.Override) (SettingsCopy, error) {
+func (s *fakeSettings) newCopy(kind, dstRoot string, ov settings.Override) (*settings.Copy, error) {
 	s.ev.add("settings.%s", kind)
 	if s.copyErr != nil {
 		return nil, s.copyErr
@@ -104,21 +123,42 @@ func (s *fakeSettings) newCopy(kind, dstRoot string, ov settings.Override) (Sett
 	if target == "" {
 		target = "cline"
 	}
-	c := &fakeCopy{s: s, dir: dir, path: sp, target: target}
+	c := &settings.Copy{Dir: dir, SettingsPath: sp, Target: target}
 	s.mu.Lock()
 	s.copies = append(s.copies, c)
 	s.mu.Unlock()
 	return c, nil
 }
 
-func (s *fakeSettings) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
-	s.ev.add("settings.EnsureFresh")
+func (s *fakeSettings) ReadBack(c *settings.Copy) ([]byte, error) { return os.ReadFile(c.SettingsPath) }
+
+func (s *fakeSettings) Discard(c *settings.Copy) error {
+	s.ev.add("copy.Close")
+	s.mu.Lock()
+	if s.closed == nil {
+		s.closed = map[*settings.Copy]bool{}
+	}
+	s.closed[c] = true
+	s.mu.Unlock()
+	return os.RemoveAll(c.Dir)
+}
+
+func (s *fakeSettings) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time, under *settings.Run) (settings.Fresh, error) {
+	s.ev.add("%s.EnsureFresh", holder(under))
 	return s.fresh, s.freshErr
 }
 
-func (s *fakeSettings) MergeAllowed(c SettingsCopy) []string {
-	s.ev.add("settings.MergeAllowed")
+func (s *fakeSettings) MergeAllowed(ctx context.Context, c *settings.Copy, under *settings.Run) []string {
+	s.ev.add("%s.MergeAllowed", holder(under))
 	return nil
+}
+
+// holder names who a settings write waits for in the event log: the call's own hold, or the store.
+func holder(under *settings.Run) string {
+	if under != nil {
+		return "hold"
+	}
+	return "settings"
 }
 
 // open reports copies not closed and holds not ended.
@@ -126,60 +166,16 @@ func (s *fakeSettings) open() (copies, holds int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.copies {
-		if !c.closed {
+		if !s.closed[c] {
 			copies++
 		}
 	}
-	return copies, s.holds
-}
-
-type fakeHold struct {
-	s     *fakeSettings
-	ended bool
-}
-
-func (h *fakeHold) End() []string {
-	h.s.ev.add("hold.End")
-	h.s.mu.Lock()
-	defer h.s.mu.Unlock()
-	if h.ended {
-		panic("hold ended twice")
+	for _, ended := range s.holds {
+		if !ended {
+			holds++
+		}
 	}
-	h.ended = true
-	h.s.holds--
-	if h.s.endWarn != "" {
-		return []string{h.s.endWarn}
-	}
-	return nil
-}
-
-func (h *fakeHold) EnsureFresh(ctx context.Context, ov settings.Override, until time.Time) (settings.Fresh, error) {
-	h.s.ev.add("hold.EnsureFresh")
-	return h.s.fresh, h.s.freshErr
-}
-
-func (h *fakeHold) MergeAllowed(c SettingsCopy) []string {
-	h.s.ev.add("hold.MergeAllowed")
-	return nil
-}
-
-type fakeCopy struct {
-	s                 *fakeSettings
-	dir, path, target string
-	closed            bool // guarded by s.mu
-}
-
-func (c *fakeCopy) Dir() string               { return c.dir }
-func (c *fakeCopy) SettingsPath() string      { return c.path }
-func (c *fakeCopy) Target() string            { return c.target }
-func (c *fakeCopy) Warnings() []string        { return nil }
-func (c *fakeCopy) ReadBack() ([]byte, error) { return os.ReadFile(c.path) }
-func (c *fakeCopy) Close() error {
-	c.s.ev.add("copy.Close")
-	c.s.mu.Lock()
-	c.closed = true
-	c.s.mu.Unlock()
-	return os.RemoveAll(c.dir)
+	return copies, holds
 }
 
 // --- git ---

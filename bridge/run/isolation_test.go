@@ -123,7 +123,7 @@ func TestHostOverrideSpec(t *testing.T) {
 		t.Fatalf("%d runs", len(runs))
 	}
 	got := envOf(runs[0], "CLINE_PROVIDER_SETTINGS_PATH")
-	if len(h.set.copies) != 1 || got != h.set.copies[0].path {
+	if len(h.set.copies) != 1 || got != h.set.copies[0].SettingsPath {
 		t.Errorf("CLINE_PROVIDER_SETTINGS_PATH=%q, want the copy's file", got)
 	}
 	if !slices.Contains(runs[0].Args, "openai") {
@@ -145,7 +145,7 @@ func TestDockerSpec(t *testing.T) {
 	wantWarning(t, res, "network was open")
 	spec := h.cli.runs()[0]
 	cp := h.set.copies[0]
-	if envOf(spec, "CLINE_DATA_DIR") != cp.dir || envOf(spec, "HOME") != containerHome {
+	if envOf(spec, "CLINE_DATA_DIR") != cp.Dir || envOf(spec, "HOME") != containerHome {
 		t.Errorf("env %q: want CLINE_DATA_DIR of the copy and the container's HOME", spec.Env)
 	}
 	if envOf(spec, "OPENAI_API_KEY") != envSecret {
@@ -154,7 +154,7 @@ func TestDockerSpec(t *testing.T) {
 	if !slices.ContainsFunc(spec.Mounts, func(m sandbox.Mount) bool { return m.Source == h.cwd && m.ReadOnly }) {
 		t.Errorf("mounts %+v: want the cwd read-only", spec.Mounts)
 	}
-	if !slices.ContainsFunc(spec.Mounts, func(m sandbox.Mount) bool { return m.Source == cp.dir && !m.ReadOnly }) {
+	if !slices.ContainsFunc(spec.Mounts, func(m sandbox.Mount) bool { return m.Source == cp.Dir && !m.ReadOnly }) {
 		t.Errorf("mounts %+v: want the settings copy", spec.Mounts)
 	}
 
@@ -217,7 +217,8 @@ func TestLearnedSecrets(t *testing.T) {
 	h := newHarness(t)
 	h.set.fresh = settings.Fresh{Refreshed: "cline", Secrets: []string{"workos:fresh-token-0123456789"}}
 	k := &call{Call: h.call(AskCline), r: h.runner(), progress: h.progress, red: newSecrets(redact.New(nil))}
-	if err := k.freshToken(t.Context()); err != nil {
+	var a attempt
+	if err := k.freshToken(t.Context(), &a); err != nil {
 		t.Fatal(err)
 	}
 	cp, err := h.set.PrivateCopy(h.tmp, settings.Override{})
@@ -225,10 +226,10 @@ func TestLearnedSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := `{"providers":{"cline":{"settings":{"auth":{"accessToken":"token-the-run-wrote-0123456789"}}}}}`
-	if err := os.WriteFile(cp.SettingsPath(), []byte(doc), 0o600); err != nil {
+	if err := os.WriteFile(cp.SettingsPath, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k.mergeBack(cp)
+	k.mergeBack(t.Context(), cp, &a)
 	for _, v := range []string{"fresh-token-0123456789", "token-the-run-wrote-0123456789"} {
 		if got := k.red.Text("answer: " + v); strings.Contains(got, v) {
 			t.Errorf("%q was not learned: %q", v, got)

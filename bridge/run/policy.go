@@ -41,7 +41,7 @@ var errWorkspaceCode = errors.New("the workspace configures Cline hooks or plugi
 
 // hostPolicy writes the policy files of a host analysis attempt into a fresh directory under the
 // call's private dir and returns the environment that points the CLI at them.
-func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error) {
+func (k *call) hostPolicy(ctx context.Context, a *attempt) (map[string]string, error) {
 	if found := k.workspaceCode(); len(found) > 0 {
 		return nil, fmt.Errorf("%w in %s, which the Cline CLI would run on this machine during the analysis (its workspace is the repository's top or, when git cannot read the repository, the run's directory), and the CLI cannot switch them off: %s; run the call with \"isolation\": \"docker\" (they then run inside the container) or remove them",
 			errWorkspaceCode, k.dir, strings.Join(found, ", "))
@@ -49,16 +49,16 @@ func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error)
 	if !k.userCodeWarned {
 		k.userCodeWarned = true
 		if found := existingCode("", cline.UserCodeDirs(k.r.cfg.Home)); len(found) > 0 {
-			k.warnings = append(k.warnings, fmt.Sprintf("your Cline hooks or plugins in %s ran during this analysis: the CLI reads them from your home directory and has no setting that switches them off", strings.Join(found, ", ")))
+			a.warn(fmt.Sprintf("your Cline hooks or plugins in %s ran during this analysis: the CLI reads them from your home directory and has no setting that switches them off", strings.Join(found, ", ")))
 		}
 	}
-	dir := filepath.Join(k.private, fmt.Sprintf("policy-%d", n))
+	dir := filepath.Join(k.private, fmt.Sprintf("policy-%d", a.n))
 	clineDir := filepath.Join(dir, "cline-dir")
 	if err := os.MkdirAll(clineDir, 0o700); err != nil {
 		return nil, fmt.Errorf("write the tool policy: %w", err)
 	}
 	global := filepath.Join(dir, "global-settings.json")
-	if err := k.writeGlobalSettings(global, k.r.globalSettingsPath(), cline.AnalysisTools(false)); err != nil {
+	if err := k.writeGlobalSettings(global, k.r.globalSettingsPath(), cline.AnalysisTools(false), a); err != nil {
 		return nil, err
 	}
 	mcp := filepath.Join(dir, "cline_mcp_settings.json")
@@ -77,7 +77,7 @@ func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error)
 		}
 		if err := os.Symlink(src, filepath.Join(clineDir, name)); err != nil && !k.textLinkWarned {
 			k.textLinkWarned = true
-			k.warnings = append(k.warnings, fmt.Sprintf("your global Cline %s (%s) do not apply to this analysis run: %v", name, src, err))
+			a.warn(fmt.Sprintf("your global Cline %s (%s) do not apply to this analysis run: %v", name, src, err))
 		}
 	}
 	return map[string]string{
@@ -92,13 +92,13 @@ func (k *call) hostPolicy(ctx context.Context, n int) (map[string]string, error)
 // settings dir (mounted at the same path) and returns the environment for them. The container's
 // HOME is an empty tmpfs, so its Cline directory holds no hooks or plugins of the user; the
 // repository's own run inside the container, which a warning says (a plugin's tools are offered).
-func (k *call) dockerPolicy(ctx context.Context, settingsDir string) (map[string]string, error) {
+func (k *call) dockerPolicy(ctx context.Context, settingsDir string, a *attempt) (map[string]string, error) {
 	if found := k.workspaceCode(); len(found) > 0 && !k.userCodeWarned {
 		k.userCodeWarned = true
-		k.warnings = append(k.warnings, fmt.Sprintf("the repository's Cline hooks or plugins (%s) ran inside the container: the CLI cannot switch them off, and a plugin's tools are offered beside the analysis allow-list", strings.Join(found, ", ")))
+		a.warn(fmt.Sprintf("the repository's Cline hooks or plugins (%s) ran inside the container: the CLI cannot switch them off, and a plugin's tools are offered beside the analysis allow-list", strings.Join(found, ", ")))
 	}
 	global := filepath.Join(settingsDir, "global-settings.json")
-	if err := k.writeGlobalSettings(global, global, cline.AnalysisTools(true)); err != nil {
+	if err := k.writeGlobalSettings(global, global, cline.AnalysisTools(true), a); err != nil {
 		return nil, err
 	}
 	mcp := filepath.Join(settingsDir, "cline_mcp_settings.json")
@@ -125,8 +125,8 @@ func (k *call) workspaceDirs() []string {
 			dirs = append(dirs, d)
 		}
 	}
-	if k.repo != nil {
-		add(k.repo.Top)
+	if rec := k.space.record(); rec != nil {
+		add(rec.Top)
 	}
 	for d := k.dir; ; {
 		if fi, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
@@ -201,10 +201,10 @@ func existingCode(root string, dirs []string) []string {
 
 // writeGlobalSettings writes the user's global settings plus the analysis policy of allowed to
 // dst (0600).
-func (k *call) writeGlobalSettings(dst, userPath string, allowed []string) error {
+func (k *call) writeGlobalSettings(dst, userPath string, allowed []string, a *attempt) error {
 	user, err := os.ReadFile(userPath)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		k.warnings = append(k.warnings, fmt.Sprintf("could not read your Cline global settings (%s): %v; using only the bridge's tool policy", userPath, err))
+		a.warn(fmt.Sprintf("could not read your Cline global settings (%s): %v; using only the bridge's tool policy", userPath, err))
 	}
 	merged, err := cline.GlobalSettings(user, allowed)
 	if err != nil {

@@ -78,7 +78,7 @@ func TestAnalysisPolicyOfAttempt(t *testing.T) {
 		wantResult(t, res, result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}})
 		wantWarning(t, res, "ran inside the container")
 		spec := h.cli.runs()[0]
-		if p := envOf(spec, "CLINE_GLOBAL_SETTINGS_PATH"); !strings.HasPrefix(p, h.set.copies[0].dir) {
+		if p := envOf(spec, "CLINE_GLOBAL_SETTINGS_PATH"); !strings.HasPrefix(p, h.set.copies[0].Dir) {
 			t.Errorf("container policy %q is not in the settings copy", p)
 		}
 	})
@@ -114,7 +114,7 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, mutate := range map[string]func(*Config){
-		"settings":       func(c *Config) { c.Settings = StoreSettings(nil) },
+		"settings":       func(c *Config) { c.Settings = nil },
 		"worktrees":      func(c *Config) { c.Worktrees = ManagedWorktrees(nil) },
 		"git":            func(c *Config) { c.Git = nil },
 		"host":           func(c *Config) { c.Host = nil },

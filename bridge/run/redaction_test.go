@@ -142,7 +142,7 @@ func TestLearnedCredentialsRedacted(t *testing.T) {
 					path := h.set.path
 					if tc.override || tc.iso == dock {
 						h.set.mu.Lock()
-						path = h.set.copies[len(h.set.copies)-1].path
+						path = h.set.copies[len(h.set.copies)-1].SettingsPath
 						h.set.mu.Unlock()
 					}
 					if err := os.WriteFile(path, settingsWith(tc.value), 0o600); err != nil {

@@ -1,9 +1,22 @@
-// Package run owns one tool call from plan to result: wait for its turn (at most MaxConcurrent calls
-// run at once, in arrival order; apply_cline_edits calls on one checkout one at a time), pick the
-// isolation, prepare the workspace (git evidence or a disposable worktree) and the settings (the
-// user's file for a default host run, a private copy otherwise), run attempts under the seed's retry
-// policy, and always run the host-side epilogue (settings repair or merge-back, diff and commit check,
-// worktree and temp-dir removal) — also after a failure or cancel.
+// Package run owns one tool call from plan to result. Runner.Do reads as the call goes:
+//
+//  1. plan: the isolation, max(asked, the server's floor);
+//  2. wait: apply_cline_edits calls on one checkout one at a time, then one of MaxConcurrent slots,
+//     in arrival order (queue.go, checkoutlock.go);
+//  3. prepare: the tool's workspace (space.go) records what the host relies on afterwards and says
+//     where the CLI runs — the cwd (ask_cline), the user's checkout with git evidence
+//     (apply_cline_edits, apply.go) or a disposable worktree (ask_cline_workspace, workspace.go);
+//  4. attempts under the seed's retry policy (attempt.go): each prepares its spec under the settings
+//     discipline — the user's file for a default host run, a private copy otherwise (docker.go for
+//     containers) — and the analysis tool policy (policy.go), then hands it to the engine
+//     (engine.go), which speaks to the CLI and classifies what it said; each returns its warnings;
+//  5. finish: the workspace's epilogue — diff and commit check, the worktree's release — on every
+//     path, also after a failure or cancel, on a ctx bounded by epilogueTimeout; then every string
+//     of the result is redacted (redaction.go).
+//
+// A new tool is a Tool constant, a workspace in workspaceFor (or one of the three) and its schema
+// in bridge/mcpserver. A new engine implements the engine interface (argv, run) and is chosen in
+// New; the call's settings discipline, policy, workspace, retries and redaction stay as they are.
 package run
 
 import (
@@ -22,7 +35,6 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/redact"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // Config wires a Runner. cmd/cline-mcp builds it from flags and the environment.
@@ -53,7 +65,7 @@ type Config struct {
 	Env  []string
 	Home string
 
-	// Settings is the user's providers.json (StoreSettings), Git the host-side git (*worktree.Git),
+	// Settings is the user's providers.json (*settings.Store), Git the host-side git (*worktree.Git),
 	// Worktrees the disposable worktrees of ask_cline_workspace (ManagedWorktrees).
 	Settings  Settings
 	Git       Git
@@ -90,6 +102,7 @@ type Runner struct {
 	cfg       Config
 	log       *slog.Logger
 	versions  versionCache
+	engine    engine     // how an attempt speaks to the CLI (engine.go)
 	slots     slots      // MaxConcurrent
 	checkouts keyedSlots // apply_cline_edits, per checkout
 }
@@ -122,11 +135,11 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger, slots: slots{limit: cfg.MaxConcurrent}}, nil
+	return &Runner{cfg: cfg, log: cfg.Logger, engine: jsonEngine{}, slots: slots{limit: cfg.MaxConcurrent}}, nil
 }
 
-// call is the state of one Do: the plan, what the prologue prepared, and what the epilogue
-// must undo.
+// call is the state of one Do: the plan, the workspace and what the prologue prepared for the
+// attempts. Warnings of the plan and the workspace are gathered here; each attempt returns its own.
 type call struct {
 	Call
 	r        *Runner
@@ -134,10 +147,10 @@ type call struct {
 	start    time.Time
 	red      *secrets          // this call's redactor; learns the credentials the call reads
 	iso      sandbox.Isolation // first attempt's isolation
+	space    workspace         // the tool's workspace (space.go)
 	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
-	repo     *worktree.Repo    // the checkout or worktree as recorded before the first attempt (nil: none yet)
 	private  string            // private 0700 temp dir of this call (global settings, copies)
-	hold     SettingsHold      // a default host run's shared hold on the settings (nil: none)
+	hold     *settings.Run     // a default host run's shared hold on the settings (nil: none)
 	res      Result
 	warnings []string
 	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
@@ -145,6 +158,18 @@ type call struct {
 	mayHaveWritten bool
 	// once-per-call warnings of the analysis tool policy (policy.go)
 	userCodeWarned, textLinkWarned, versionWarned, openWarned bool
+}
+
+// epilogueTimeout bounds host-side work that must happen even after a cancel.
+const epilogueTimeout = 2 * time.Minute
+
+// epilogue is the ctx of work that must happen even after a cancel, bounded by epilogueTimeout.
+func epilogue(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), epilogueTimeout)
+}
+
+func settingsOverride(c Call) settings.Override {
+	return settings.Override{Provider: c.Provider, Model: c.Model}
 }
 
 // Do runs one validated call to its result. It never panics on user input and never returns
@@ -211,15 +236,17 @@ func (k *call) do(ctx context.Context) Result {
 		}
 		untrack()
 	}()
-	switch k.Tool {
-	case ApplyClineEdits:
-		return k.apply(ctx)
-	case AskClineWorkspace:
-		return k.workspace(ctx)
-	default:
-		k.dir = k.Cwd
-		return k.withSettings(ctx, nil)
+	k.space = k.r.workspaceFor(k.Call)
+	dir, warns, f := k.space.prepare(ctx, &k.res)
+	k.warnings = append(k.warnings, warns...)
+	if f != nil {
+		return k.fail(f.kind, f.msg, false)
 	}
+	k.dir = dir
+	res := k.withSettings(ctx)
+	ectx, cancel := epilogue(ctx)
+	defer cancel()
+	return k.space.finish(ectx, res, k.mayHaveWritten)
 }
 
 // waitTurn waits until the call may run: first, for apply_cline_edits, until no other apply on the
@@ -278,7 +305,7 @@ func (r *Runner) callSecrets() *secrets {
 		}
 	}
 	s := newSecrets(redact.New(lits))
-	s.watch(r.cfg.Settings.Path(), nil)
+	s.watch(r.cfg.Settings.File(), nil)
 	return s
 }
 

@@ -8,60 +8,86 @@ import (
 	"strings"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
-// workspace runs ask_cline_workspace in a detached worktree of HEAD that is released after
+// worktreeSpace is ask_cline_workspace's: a detached worktree of HEAD that is released after
 // success, failure, timeout and cancel alike: removed, or — with the server's worktree pool on —
 // kept for a later call, which undoes whatever this run changed and verifies the worktree before
 // its own run starts (worktree.Manager.Acquire).
-func (k *call) workspace(ctx context.Context) Result {
-	top, err := k.r.cfg.Git.TopLevel(ctx, k.Cwd)
+type worktreeSpace struct {
+	git    Git
+	wts    Worktrees
+	cwd    string
+	lease  Worktree
+	info   WorktreeInfo
+	report *WorktreeReport
+}
+
+func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []string, *failure) {
+	top, err := w.git.TopLevel(ctx, w.cwd)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotGit) {
-			return k.fail(cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository; ask_cline_workspace analyses a disposable worktree of a repository's HEAD", k.Cwd), false)
+			return "", nil, &failure{cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository; ask_cline_workspace analyses a disposable worktree of a repository's HEAD", w.cwd)}
 		}
-		return k.fail(cline.KindWorkspaceSetupFailed, "could not inspect the repository: "+err.Error(), false)
+		return "", nil, &failure{cline.KindWorkspaceSetupFailed, "could not inspect the repository: " + err.Error()}
 	}
-	lease, err := k.r.cfg.Worktrees.Acquire(ctx, k.Cwd)
+	lease, err := w.wts.Acquire(ctx, w.cwd)
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotGit) {
-			return k.fail(cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository", k.Cwd), false)
+			return "", nil, &failure{cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository", w.cwd)}
 		}
 		if ctx.Err() != nil {
-			return k.fail(cline.KindCancelled, "the call was cancelled while the worktree was being created", false)
+			return "", nil, &failure{cline.KindCancelled, "the call was cancelled while the worktree was being created"}
 		}
-		return k.fail(cline.KindWorkspaceSetupFailed, "could not create the disposable worktree: "+err.Error(), false)
+		return "", nil, &failure{cline.KindWorkspaceSetupFailed, "could not create the disposable worktree: " + err.Error()}
 	}
-	wt := lease.Info()
-	report := &WorktreeReport{Commit: wt.Commit, Path: wt.Path, Reused: wt.Reused}
-	k.res.Worktree = report
-	for _, err := range wt.Discarded {
-		k.warnings = append(k.warnings, fmt.Sprintf("a pooled worktree failed its check before the run and was replaced by a fresh one: %v", err))
+	w.lease, w.info = lease, lease.Info()
+	w.report = &WorktreeReport{Commit: w.info.Commit, Path: w.info.Path, Reused: w.info.Reused}
+	res.Worktree = w.report
+	var warns []string
+	for _, err := range w.info.Discarded {
+		warns = append(warns, fmt.Sprintf("a pooled worktree failed its check before the run and was replaced by a fresh one: %v", err))
 	}
-	if len(wt.Cleaned) > 0 {
-		k.warnings = append(k.warnings, cleanedWarning(wt.Cleaned))
+	if len(w.info.Cleaned) > 0 {
+		warns = append(warns, cleanedWarning(w.info.Cleaned))
 	}
-	k.repo = &wt.Repo // recorded at creation: mounts, the touched report and cleanup use only this
-	k.dir = wt.Path
-	if rel, err := filepath.Rel(top, k.Cwd); err == nil && rel != "." && filepath.IsLocal(rel) {
-		k.dir = filepath.Join(wt.Path, rel)
+	dir := w.info.Path
+	if rel, err := filepath.Rel(top, w.cwd); err == nil && rel != "." && filepath.IsLocal(rel) {
+		dir = filepath.Join(w.info.Path, rel)
 	}
+	return dir, warns, nil
+}
 
-	res := k.withSettings(ctx, nil)
+func (w *worktreeSpace) retry(context.Context, attempt) string { return "" }
 
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), epilogueTimeout)
-	defer cancel()
-	// The touched-files report costs a full status of the worktree; on the host the read-only
-	// policy leaves nothing to report unless the stream says otherwise.
-	if k.mayHaveWritten {
-		if touched, err := lease.Touched(ectx); err == nil && len(touched) > 0 {
+// record is the worktree as recorded at its creation: mounts, the touched report and cleanup use
+// only this.
+func (w *worktreeSpace) record() *worktree.Repo {
+	if w.lease == nil {
+		return nil
+	}
+	return &w.info.Repo
+}
+
+func (w *worktreeSpace) mounts(context.Context) ([]sandbox.Mount, error) {
+	return layoutMounts(AskClineWorkspace, w.record(), w.info.Path)
+}
+
+// finish lists what the run touched (it costs a full status of the worktree, so only when the run
+// may have written) and releases the worktree; a release that fails turns a success into
+// workspace_cleanup_failed with the answer kept.
+func (w *worktreeSpace) finish(ctx context.Context, res Result, wrote bool) Result {
+	report := w.report
+	if wrote {
+		if touched, err := w.lease.Touched(ctx); err == nil && len(touched) > 0 {
 			for _, f := range touched {
 				report.Touched = append(report.Touched, ChangedFile{Path: f.Path, OldPath: f.OldPath, Status: f.Status})
 			}
 		}
 	}
-	rel, err := lease.Release(ectx)
+	rel, err := w.lease.Release(ctx)
 	if rel.Discarded != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the worktree's git metadata changed during the run (%v); it was removed instead of going back to the pool", rel.Discarded))
 	}
@@ -78,10 +104,10 @@ func (k *call) workspace(ctx context.Context) Result {
 			answer := res.Text
 			res.OK = false
 			res.Kind = string(cline.KindWorkspaceCleanupFailed)
-			res.Message = fmt.Sprintf("Cline answered, but the worktree could not be removed (leftover: %s): %v\nCline's answer: %s", wt.Path, err, answer)
+			res.Message = fmt.Sprintf("Cline answered, but the worktree could not be removed (leftover: %s): %v\nCline's answer: %s", w.info.Path, err, answer)
 			res.Text = answer
 		} else {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the worktree could not be removed (leftover: %s): %v", wt.Path, err))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the worktree could not be removed (leftover: %s): %v", w.info.Path, err))
 		}
 		return res
 	}

@@ -12,7 +12,7 @@ func BenchmarkEnsureFreshNothingToDo(b *testing.B) {
 	s := oauthStore(b, clineSignedIn(b, "http://127.0.0.1:9/v1", time.Now().Add(24*time.Hour)))
 	until := time.Now().Add(10 * time.Minute)
 	for b.Loop() {
-		if _, err := s.EnsureFresh(b.Context(), Override{}, until); err != nil {
+		if _, err := s.EnsureFresh(b.Context(), Override{}, until, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestMergeDeepCopyKeepsServing(t *testing.T) {
 		if err := afero.WriteFile(fs, cp.SettingsPath, []byte(deep), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		warns := s.MergeAllowed(cp)
+		warns := s.MergeAllowed(context.Background(), cp, nil)
 		if len(warns) != 1 || !strings.Contains(warns[0], "nested deeper than") {
 			t.Errorf("host copy %v: warnings %q, want one naming the depth limit", host, warns)
 		}

@@ -7,14 +7,14 @@
 // A default host run works on the user's file itself, so the CLI's own token refreshes land there:
 //
 //	run, warns, err := store.Begin(ctx)  // err only when ctx ended while it waited for a merge-back
-//	defer: warns = append(warns, run.End()...) — End runs on every path, also cancel/failure
+//	defer: warns = append(warns, run.End(ectx)...) — End runs on every path, also cancel/failure, on a bounded ctx
 //
 // A host override run and a Docker run work on a copy; the user's file never carries an override:
 //
-//	f, err := store.EnsureFresh(ctx, ov, deadline) // a container only: the OAuth token must outlive the run
+//	f, err := store.EnsureFresh(ctx, ov, deadline, nil) // a container only: the OAuth token must outlive the run
 //	c, err := store.HostCopy(dir, ov)              // or store.PrivateCopy(dir, ov) for a container
 //	run Cline with CLINE_PROVIDER_SETTINGS_PATH=c.SettingsPath (a container: data dir c.Dir)
-//	warns := store.MergeAllowed(c); secrets := c.Secrets(); c.Close()
+//	warns := store.MergeAllowed(ectx, c, nil); secrets := c.Secrets(); c.Close()
 //
 // Each write of the user's file (End's repair, MergeAllowed) is one read-modify-write under the Store's mutex
 // and an advisory file lock, LockPath(Path), that every cline-mcp process of the user takes: it re-reads the

@@ -3,6 +3,7 @@
 package settings
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,7 +73,7 @@ func TestEscapeSettingsRewritesDropped(t *testing.T) {
 	if !strings.Contains(string(readReal(t, c.SettingsPath)), marker) {
 		t.Fatal("the attack is not in the copy")
 	}
-	warns := s.MergeAllowed(c)
+	warns := s.MergeAllowed(context.Background(), c, nil)
 	checkWarnings(t, warns, []string{"wrote credentials", "dropped"})
 	all := strings.Join(warns, "\n")
 	for _, field := range []string{"providers.openai-compatible.settings.baseUrl", "settings.apiKey", "settings.headers",
@@ -102,7 +103,7 @@ func TestEscapeHostCopyKeepsOnlyTheRefresh(t *testing.T) {
 	s, c := realHostCopy(t, host)
 	const marker = "ATTACKER-MARKER-7f3a"
 	writeReal(t, c.SettingsPath, edit(t, c.snapshot, settingsAttack(marker)), 0o600)
-	warns := s.MergeAllowed(c)
+	warns := s.MergeAllowed(context.Background(), c, nil)
 	checkWarnings(t, warns, []string{"dropped"})
 	for _, field := range []string{"providers.openai-compatible.settings.baseUrl", "settings.apiKey", "settings.headers",
 		"settings.auth.metadata.provider", "providers.evil", "lastUsedProvider", "telemetry"} {
@@ -143,7 +144,7 @@ func TestEscapeContainerTokenSwap(t *testing.T) {
 	if !strings.Contains(string(readReal(t, c.SettingsPath)), "rt-attacker-account") {
 		t.Fatal("the swap is not in the copy")
 	}
-	checkWarnings(t, s.MergeAllowed(c), []string{"settings.auth.accessToken, providers.openai-compatible.settings.auth.refreshToken"})
+	checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), []string{"settings.auth.accessToken, providers.openai-compatible.settings.auth.refreshToken"})
 	if got := readReal(t, s.Path); string(got) != string(host) {
 		t.Errorf("got\n%s\nwant the host file untouched", got)
 	}
@@ -171,7 +172,7 @@ func TestEscapeNestedUserInfo(t *testing.T) {
 		if !strings.Contains(string(readReal(t, c.SettingsPath)), marker) {
 			t.Fatal("the attack is not in the copy")
 		}
-		warns := strings.Join(s.MergeAllowed(c), "\n")
+		warns := strings.Join(s.MergeAllowed(context.Background(), c, nil), "\n")
 		got := readReal(t, s.Path)
 		if strings.Contains(string(got), marker) || strings.Contains(string(got), "accounts") {
 			t.Fatalf("host copy %v: the nested userInfo reached the host file:\n%s", full, got)
@@ -207,7 +208,7 @@ func TestEscapeSettingsTokensOfAnotherAccountOrForAnAPIKeyProvider(t *testing.T)
 				setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
 				setPath(o, "providers.openai-compatible.settings.auth.accountId", "acct-attacker")
 			}), 0o600)
-			checkWarnings(t, s.MergeAllowed(c), []string{want[0]})
+			checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), []string{want[0]})
 			if got := readReal(t, s.Path); string(got) != string(host) {
 				t.Errorf("got\n%s\nwant the host file untouched", got)
 			}
@@ -218,7 +219,7 @@ func TestEscapeSettingsTokensOfAnotherAccountOrForAnAPIKeyProvider(t *testing.T)
 			writeReal(t, c.SettingsPath, edit(t, c.snapshot, func(o *object) {
 				setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
 			}), 0o600)
-			checkWarnings(t, s.MergeAllowed(c), []string{want[1]})
+			checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), []string{want[1]})
 			if got := readReal(t, s.Path); string(got) != string(host) {
 				t.Errorf("got\n%s\nwant the host file untouched", got)
 			}
@@ -277,7 +278,7 @@ func TestEscapeSettingsCopyReplaced(t *testing.T) {
 			}), 0o600)
 			tt.replace(t, c, hostFile)
 			done := make(chan []string, 1)
-			go func() { done <- s.MergeAllowed(c) }()
+			go func() { done <- s.MergeAllowed(context.Background(), c, nil) }()
 			var warns []string
 			select {
 			case warns = <-done:

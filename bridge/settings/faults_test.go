@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"context"
 	"errors"
 	"os"
 	"slices"
@@ -46,7 +47,7 @@ func TestRepairFaults(t *testing.T) {
 			if tt.inject != nil && tt.want != "cannot read" {
 				want = []string{"dropped provider(s)", tt.want}
 			}
-			checkWarnings(t, run.End(), want)
+			checkWarnings(t, run.End(context.Background()), want)
 			fs.set(func(f *faultFS) { f.openErr, f.writeErr, f.syncErr, f.renameErr = map[string]error{}, nil, nil, nil })
 			if got := get(t, s); string(got) != string(tt.after) {
 				t.Errorf("got\n%s\nwant Cline's bytes untouched\n%s", got, tt.after)
@@ -68,7 +69,7 @@ func TestBeginFaults(t *testing.T) {
 		fs.set(func(f *faultFS) { delete(f.openErr, memPath) })
 		after := edit(t, pong, func(o *object) { setPath(o, "providers.openai-compatible.settings.model", "x") })
 		put(t, s, after)
-		checkWarnings(t, run.End(), nil)
+		checkWarnings(t, run.End(context.Background()), nil)
 		if got := get(t, s); string(got) != string(after) {
 			t.Errorf("got\n%s\nwant\n%s", got, after)
 		}
@@ -81,7 +82,7 @@ func TestBeginFaults(t *testing.T) {
 		run, warns := begin(t, s)
 		checkWarnings(t, warns, []string{"not usable before the run"})
 		put(t, s, wipe)
-		checkWarnings(t, run.End(), []string{"original bytes were put back"})
+		checkWarnings(t, run.End(context.Background()), []string{"original bytes were put back"})
 		if got := get(t, s); string(got) != string(broken) {
 			t.Errorf("got\n%s\nwant the original bytes\n%s", got, broken)
 		}
@@ -94,7 +95,7 @@ func TestBeginFaults(t *testing.T) {
 		run, warns := begin(t, s)
 		checkWarnings(t, warns, []string{"not usable before the run"})
 		n := fs.renames
-		checkWarnings(t, run.End(), nil)
+		checkWarnings(t, run.End(context.Background()), nil)
 		if fs.renames != n {
 			t.Errorf("got %d writes, want none", fs.renames-n)
 		}
@@ -106,7 +107,7 @@ func TestBeginFaults(t *testing.T) {
 		if err := s.FS.Remove(s.Path); err != nil {
 			t.Fatal(err)
 		}
-		checkWarnings(t, run.End(), []string{"disappeared during the run"})
+		checkWarnings(t, run.End(context.Background()), []string{"disappeared during the run"})
 		if got := get(t, s); string(got) != string(pong) {
 			t.Errorf("got\n%s\nwant\n%s", got, pong)
 		}
@@ -115,7 +116,7 @@ func TestBeginFaults(t *testing.T) {
 		s, fs := memStore(t)
 		run, warns := begin(t, s)
 		checkWarnings(t, warns, nil)
-		checkWarnings(t, run.End(), nil)
+		checkWarnings(t, run.End(context.Background()), nil)
 		if fs.renames != 0 {
 			t.Errorf("got %d writes, want none", fs.renames)
 		}
@@ -166,7 +167,7 @@ func TestWindowsRenameRetry(t *testing.T) {
 			put(t, s, before)
 			run, _ := begin(t, s)
 			put(t, s, after)
-			checkWarnings(t, run.End(), tt.wantWarn)
+			checkWarnings(t, run.End(context.Background()), tt.wantWarn)
 			if calls != tt.wantCalls {
 				t.Errorf("got %d rename calls, want %d", calls, tt.wantCalls)
 			}

@@ -44,8 +44,8 @@ var errChanged = errors.New("changed while it was being updated")
 // process's merge, a token refresh by a running CLI — is never overwritten by a stale copy. What the lock
 // cannot close is the instant between that check and the rename. A write that fails adds a warning that
 // ends in consequence.
-func (s *Store) update(consequence string, fn func(cur []byte, err error) ([]byte, []string)) []string {
-	return s.exclusive(consequence, func() []string {
+func (s *Store) update(ctx context.Context, consequence string, fn func(cur []byte, err error) ([]byte, []string)) []string {
+	return s.exclusive(ctx, consequence, func() []string {
 		for attempt := 1; ; attempt++ {
 			cur, rerr := s.readFile(s.Path)
 			next, warns := fn(cur, rerr)
@@ -76,13 +76,13 @@ func (s *Store) update(consequence string, fn func(cur []byte, err error) ([]byt
 // (flock on Unix, LockFileEx on Windows; other cline-mcp processes). fn must read the file after
 // exclusive called it, never before. If the lock cannot be taken in fileLockWait, fn does not run
 // and the warning says so, ending in consequence.
-func (s *Store) exclusive(consequence string, fn func() []string) []string {
+func (s *Store) exclusive(ctx context.Context, consequence string, fn func() []string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.LockPath == "" {
 		return fn()
 	}
-	unlock, err := lockFile(s.LockPath, fileLockWait)
+	unlock, err := lockFile(ctx, s.LockPath, fileLockWait)
 	if err != nil {
 		return []string{fmt.Sprintf("settings: could not take %s, the lock that orders cline-mcp's writes of %s across processes (%v); nothing was written, so %s", s.LockPath, s.Path, errText(err), consequence)}
 	}
@@ -91,18 +91,21 @@ func (s *Store) exclusive(consequence string, fn func() []string) []string {
 }
 
 // lockFile takes an exclusive lock on path (creating it and its directory, 0700, when missing)
-// within wait, and returns the function that releases it.
-func lockFile(path string, wait time.Duration) (func(), error) {
+// within wait and before ctx ends, and returns the function that releases it.
+func lockFile(ctx context.Context, path string, wait time.Duration) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	fl := flock.New(path, flock.SetPermissions(0o600))
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	ok, err := fl.TryLockContext(ctx, fileLockPoll)
+	ok, err := fl.TryLockContext(lctx, fileLockPoll)
 	if err != nil || !ok {
 		_ = fl.Close()
-		if err == nil || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lock %s: gave up waiting (%w)", path, ctx.Err())
+		}
+		if err == nil || lctx.Err() != nil {
 			return nil, fmt.Errorf("lock %s: another process held it for %v", path, wait)
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)

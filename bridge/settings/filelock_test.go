@@ -2,6 +2,7 @@ package settings
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -70,7 +71,7 @@ func TestFileLockOrdersProcesses(t *testing.T) {
 	waitFor("locked") // the helper holds the lock and has read the file
 
 	merged := make(chan []string, 1)
-	go func() { merged <- s.MergeAllowed(c) }()
+	go func() { merged <- s.MergeAllowed(context.Background(), c, nil) }()
 	select {
 	case w := <-merged:
 		t.Fatalf("MergeAllowed returned (warnings %q) while another process held the lock", w)
@@ -104,7 +105,7 @@ func TestFileLockHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process of TestFileLockOrdersProcesses")
 	}
-	unlock, err := lockFile(LockPath(path), 10*time.Second)
+	unlock, err := lockFile(context.Background(), LockPath(path), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestUpdateRedoesWhenTheFileChanged(t *testing.T) {
 			}
 		})
 		renames := fs.renames
-		checkWarnings(t, s.MergeAllowed(c), nil)
+		checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), nil)
 		c.Close()
 		final, err := parseObject(get(t, s))
 		if err != nil {
@@ -196,7 +197,7 @@ func TestUpdateRedoesWhenTheFileChanged(t *testing.T) {
 				}
 			}
 		})
-		checkWarnings(t, s.MergeAllowed(c), []string{"changed while it was being updated"})
+		checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), []string{"changed while it was being updated"})
 		c.Close()
 		final, err := parseObject(get(t, s))
 		if err != nil {
@@ -213,12 +214,12 @@ func TestUpdateRedoesWhenTheFileChanged(t *testing.T) {
 // bound instead of hanging the call's cleanup.
 func TestLockFileTimesOut(t *testing.T) {
 	path := LockPath(realStore(t).Path)
-	unlock, err := lockFile(path, time.Second)
+	unlock, err := lockFile(context.Background(), path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unlock()
-	if _, err := lockFile(path, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "held it") {
+	if _, err := lockFile(context.Background(), path, 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "held it") {
 		t.Errorf("got %v, want a timeout error", err)
 	}
 	if fi, err := os.Stat(path); err != nil {

@@ -59,7 +59,7 @@ func FuzzSettingsRestoreMerge(f *testing.F) {
 		if err := afero.WriteFile(fs, path, after, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_ = run.End()
+		_ = run.End(context.Background())
 		got, err := afero.ReadFile(fs, path)
 		if err != nil {
 			t.Fatalf("providers.json gone after End: %v", err)
@@ -76,7 +76,7 @@ func FuzzSettingsRestoreMerge(f *testing.F) {
 			if err := afero.WriteFile(fs, cp.SettingsPath, after, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_ = s.MergeAllowed(cp)
+			_ = s.MergeAllowed(context.Background(), cp, nil)
 			_ = cp.Close()
 			got, err = afero.ReadFile(fs, path)
 			if err != nil {

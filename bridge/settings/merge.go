@@ -93,14 +93,14 @@ func (k valueKind) accepts(v any) bool {
 // write. When there is something to write, it waits for the default runs of this Store to end (their
 // CLIs write the user's file; see Begin) and writes alone, as one read-modify-write under the
 // cross-process lock (see update), so a refresh another process merged or wrote meanwhile is kept. It
-// never waits while it has nothing to write. It returns warnings, never an error.
-func (s *Store) MergeAllowed(c *Copy) []string { return s.mergeAllowed(c, false) }
+// never waits while it has nothing to write. under is the default run this copy was made during (a
+// retry in a container), or nil: a merge under a run does not take the exclusive hold, which the
+// run's own shared hold would block. ctx bounds every wait. It returns warnings, never an error.
+func (s *Store) MergeAllowed(ctx context.Context, c *Copy, under *Run) []string {
+	return s.mergeAllowed(ctx, c, under != nil)
+}
 
-// MergeAllowed merges a copy made during this default run (a retry in a container) without the
-// exclusive hold, which this run's own shared hold would block: like the Store's, otherwise.
-func (r *Run) MergeAllowed(c *Copy) []string { return r.s.mergeAllowed(c, true) }
-
-func (s *Store) mergeAllowed(c *Copy, held bool) []string {
+func (s *Store) mergeAllowed(ctx context.Context, c *Copy, held bool) []string {
 	if c == nil {
 		return nil
 	}
@@ -145,10 +145,12 @@ func (s *Store) mergeAllowed(c *Copy, held bool) []string {
 		return warns
 	}
 	if !held {
-		_ = s.runs.Lock(context.Background()) // never fails without a cancel
+		if err := s.runs.Lock(ctx); err != nil {
+			return append(warns, fmt.Sprintf("settings: gave up waiting for the default runs of this server to end before merging refreshed credentials of %s into %s (%v); the credentials refreshed during the run were not kept", c.runName(), s.Path, err))
+		}
 		defer s.runs.Unlock()
 	}
-	return append(warns, s.update("credentials refreshed during the run were not kept", func(hostData []byte, err error) ([]byte, []string) {
+	return append(warns, s.update(ctx, "credentials refreshed during the run were not kept", func(hostData []byte, err error) ([]byte, []string) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, nil // the providers it would refresh are gone

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"context"
 	"testing"
 
 	"github.com/spf13/afero"
@@ -117,7 +118,7 @@ func TestMergeAllowed(t *testing.T) {
 				hostBefore = get(t, s)
 			}
 			renames := fs.renames
-			checkWarnings(t, s.MergeAllowed(c), tt.wantWarn)
+			checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), tt.wantWarn)
 			if tt.golden == "" {
 				if fs.renames != renames {
 					t.Errorf("got %d writes, want none", fs.renames-renames)
@@ -149,7 +150,7 @@ func TestMergeAllowedUnusableFiles(t *testing.T) {
 		if err := afero.WriteFile(s.FS, c.SettingsPath, []byte(`{"apiKey":"sk-test-123"`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		checkWarnings(t, s.MergeAllowed(c), []string{"unusable settings copy"})
+		checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), []string{"unusable settings copy"})
 		if got := get(t, s); string(got) != string(pong) {
 			t.Errorf("got\n%s\nwant untouched", got)
 		}
@@ -169,7 +170,7 @@ func TestMergeAllowedUnusableFiles(t *testing.T) {
 		}
 		broken := []byte("{\"version\":")
 		put(t, s, broken)
-		checkWarnings(t, s.MergeAllowed(c), []string{"is not usable"})
+		checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), []string{"is not usable"})
 		if got := get(t, s); string(got) != string(broken) {
 			t.Errorf("got %q, want the broken bytes untouched", got)
 		}
@@ -185,7 +186,7 @@ func TestMergeAllowedUnusableFiles(t *testing.T) {
 		if err := s.FS.Remove(c.SettingsPath); err != nil {
 			t.Fatal(err)
 		}
-		checkWarnings(t, s.MergeAllowed(c), nil)
+		checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), nil)
 		if fs.renames != 0 {
 			t.Errorf("got %d writes, want none", fs.renames)
 		}

@@ -77,15 +77,11 @@ func (e *AuthError) Error() string {
 // default runs of this Store in flight (their CLIs write the file) have ended. A refresh that
 // fails, or a provider the host cannot refresh (oca), gives an *AuthError unless the current token
 // is still good for retryableGrace (then a warning). A provider without OAuth credentials, a
-// missing or unusable file: nothing to do. ctx ending while it waits gives ErrCancelled.
-func (s *Store) EnsureFresh(ctx context.Context, ov Override, until time.Time) (Fresh, error) {
-	return s.ensureFresh(ctx, ov, until, false)
-}
-
-// EnsureFresh is Store.EnsureFresh for a container retry of this default run, which already holds
-// the shared hold the write would otherwise wait for.
-func (r *Run) EnsureFresh(ctx context.Context, ov Override, until time.Time) (Fresh, error) {
-	return r.s.ensureFresh(ctx, ov, until, true)
+// missing or unusable file: nothing to do. ctx ending while it waits gives ErrCancelled. under is the
+// default run a container retry belongs to (it already holds the shared hold the write would
+// otherwise wait for), or nil.
+func (s *Store) EnsureFresh(ctx context.Context, ov Override, until time.Time, under *Run) (Fresh, error) {
+	return s.ensureFresh(ctx, ov, until, under != nil)
 }
 
 func (s *Store) ensureFresh(ctx context.Context, ov Override, until time.Time, held bool) (Fresh, error) {
@@ -108,7 +104,7 @@ func (s *Store) ensureFresh(ctx context.Context, ov Override, until time.Time, h
 		defer s.runs.Unlock()
 	}
 	rf := &refresher{s: s, ctx: ctx, provider: provider, storage: storage, until: until, current: cr}
-	warns := s.update("the refreshed OAuth token could not be saved", rf.apply)
+	warns := s.update(ctx, "the refreshed OAuth token could not be saved", rf.apply)
 	return rf.outcome(warns)
 }
 

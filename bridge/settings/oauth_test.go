@@ -101,7 +101,7 @@ func TestEnsureFreshRefreshesLikeTheCLI(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := oauthStore(t, clineSignedIn(t, prov.BaseURL(), expires))
 			before := len(prov.Refreshes())
-			f, err := s.EnsureFresh(t.Context(), Override{}, time.Now().Add(10*time.Minute))
+			f, err := s.EnsureFresh(t.Context(), Override{}, time.Now().Add(10*time.Minute), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func TestEnsureFreshLeavesGoodTokensAlone(t *testing.T) {
 	for name, host := range tests {
 		t.Run(name, func(t *testing.T) {
 			s := oauthStore(t, host)
-			f, err := s.EnsureFresh(t.Context(), Override{}, time.Now().Add(10*time.Minute))
+			f, err := s.EnsureFresh(t.Context(), Override{}, time.Now().Add(10*time.Minute), nil)
 			if err != nil || f.Refreshed != "" || len(f.Warnings) != 0 {
 				t.Errorf("got %+v %v, want nothing done", f, err)
 			}
@@ -209,7 +209,7 @@ func TestEnsureFreshFailures(t *testing.T) {
 			}
 			s := oauthStore(t, host)
 			before := len(prov.Refreshes())
-			f, err := s.EnsureFresh(t.Context(), Override{}, time.Now().Add(10*time.Minute))
+			f, err := s.EnsureFresh(t.Context(), Override{}, time.Now().Add(10*time.Minute), nil)
 			if got := len(prov.Refreshes()) - before; got != tt.wantCalls {
 				t.Errorf("got %d refresh requests, want %d", got, tt.wantCalls)
 			}
@@ -248,7 +248,7 @@ func TestEnsureFreshCodex(t *testing.T) {
 	host := []byte(strings.ReplaceAll(string(clineSignedIn(t, "", time.Now().Add(-time.Minute))), `"cline"`, `"openai-codex"`))
 	s := oauthStore(t, host)
 	s.OAuth.CodexTokenURL = strings.TrimSuffix(prov.BaseURL(), "/v1") + fakeprovider.CodexTokenPath
-	f, err := s.EnsureFresh(t.Context(), Override{Provider: "openai-codex"}, time.Now().Add(10*time.Minute))
+	f, err := s.EnsureFresh(t.Context(), Override{Provider: "openai-codex"}, time.Now().Add(10*time.Minute), nil)
 	if err != nil || f.Refreshed != "openai-codex" {
 		t.Fatalf("got %+v %v", f, err)
 	}
@@ -274,7 +274,7 @@ func TestEnsureFreshEndpointFromTheEnvironment(t *testing.T) {
 		}
 		return ""
 	}
-	if _, err := s.EnsureFresh(t.Context(), Override{Provider: "cline-pass"}, time.Now().Add(time.Minute)); err != nil {
+	if _, err := s.EnsureFresh(t.Context(), Override{Provider: "cline-pass"}, time.Now().Add(time.Minute), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(prov.Refreshes()); n != 1 {
@@ -291,7 +291,7 @@ func TestEnsureFreshOnceUnderTheLock(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		wg.Go(func() {
-			_, err := s.EnsureFresh(context.Background(), Override{}, time.Now().Add(10*time.Minute))
+			_, err := s.EnsureFresh(context.Background(), Override{}, time.Now().Add(10*time.Minute), nil)
 			errs <- err
 		})
 	}
@@ -320,17 +320,17 @@ func TestEnsureFreshWaitsForDefaultRuns(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.EnsureFresh(ctx, Override{}, time.Now().Add(time.Minute))
+		_, err := s.EnsureFresh(ctx, Override{}, time.Now().Add(time.Minute), nil)
 		done <- err
 	}()
 	cancel()
 	if err := <-done; !errors.Is(err, ErrCancelled) {
 		t.Errorf("got %v, want ErrCancelled", err)
 	}
-	if _, err := run.EnsureFresh(t.Context(), Override{}, time.Now().Add(time.Minute)); err != nil {
+	if _, err := s.EnsureFresh(t.Context(), Override{}, time.Now().Add(time.Minute), run); err != nil {
 		t.Errorf("under the run's own hold: %v", err)
 	}
-	run.End()
+	run.End(context.Background())
 	if n := len(prov.Refreshes()); n != 1 {
 		t.Errorf("got %d refresh requests, want 1", n)
 	}

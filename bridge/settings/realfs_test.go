@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,7 +49,7 @@ func TestRealFSNoChangeNoWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkWarnings(t, run.End(), nil)
+	checkWarnings(t, run.End(context.Background()), nil)
 	fiAfter, err := os.Stat(s.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestRealFSRepairWritesAtomically0600(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkWarnings(t, run.End(), []string{"dropped provider(s)"})
+	checkWarnings(t, run.End(context.Background()), []string{"dropped provider(s)"})
 	fi, err := os.Stat(s.Path)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestRealFSHostCopyNoFileBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeReal(t, c.SettingsPath, testdata(t, "o_no_providers_json.after.json"), 0o644)
-	checkWarnings(t, s.MergeAllowed(c), nil)
+	checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), nil)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}

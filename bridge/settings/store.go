@@ -140,14 +140,22 @@ func (r *Run) keepBackup(data []byte) error {
 	return f.Close()
 }
 
+// File is the providers.json the Store guards (Path), for consumers that take the Store through an
+// interface.
+func (s *Store) File() string { return s.Path }
+
+// End is r.End(ctx): the Store's half of a default run, for consumers that take the Store through
+// an interface.
+func (s *Store) End(ctx context.Context, r *Run) []string { return r.End(ctx) }
+
 // End repairs data loss: what the CLI dropped from the file during the run is put back (see guard),
 // as one read-modify-write (see update), then releases the run's shared hold. Call it on every path
 // (defer); later calls do nothing. It returns warnings, never an error.
-func (r *Run) End() []string {
+func (r *Run) End(ctx context.Context) []string {
 	var warns []string
 	r.once.Do(func() {
 		defer r.s.runs.RUnlock()
-		warns = r.end()
+		warns = r.end(ctx)
 		if r.backupDir != "" {
 			if err := r.s.FS.RemoveAll(r.backupDir); err != nil {
 				warns = append(warns, fmt.Sprintf("settings: could not remove the private pre-run copy %s: %v", r.backupDir, errText(err)))
@@ -157,12 +165,12 @@ func (r *Run) End() []string {
 	return warns
 }
 
-func (r *Run) end() []string {
+func (r *Run) end(ctx context.Context) []string {
 	if r.state == stateUnreadable {
 		return nil // warned in Begin
 	}
 	path := r.s.Path
-	return r.s.update("it keeps what Cline wrote, so what Cline dropped from it was not put back", func(data []byte, err error) ([]byte, []string) {
+	return r.s.update(ctx, "it keeps what Cline wrote, so what Cline dropped from it was not put back", func(data []byte, err error) ([]byte, []string) {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if r.state == stateAbsent {

@@ -228,7 +228,7 @@ func TestDefaultRunGuard(t *testing.T) {
 			checkWarnings(t, warns, nil)
 			put(t, s, tt.after) // Cline's run
 			renamesBefore := fs.renames
-			checkWarnings(t, run.End(), tt.wantWarn)
+			checkWarnings(t, run.End(context.Background()), tt.wantWarn)
 			got := get(t, s)
 			if tt.golden == "" {
 				if string(got) != string(tt.after) {
@@ -248,7 +248,7 @@ func TestDefaultRunGuard(t *testing.T) {
 				}
 			}
 			checkNoLeftovers(t, s)
-			if got := run.End(); got != nil {
+			if got := run.End(context.Background()); got != nil {
 				t.Errorf("second End: got %q, want nil", got)
 			}
 		})
@@ -331,7 +331,7 @@ func TestHostOverrideRecordings(t *testing.T) {
 			if err := afero.WriteFile(s.FS, c.SettingsPath, tt.after, 0o600); err != nil { // Cline's run
 				t.Fatal(err)
 			}
-			checkWarnings(t, s.MergeAllowed(c), tt.wantWarn)
+			checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), tt.wantWarn)
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +376,7 @@ func TestConcurrentDefaultRunsRepairOnce(t *testing.T) {
 	put(t, s, testdata(t, "o_invalid_providers_json_entry.after.json"))
 	warns := make(chan []string, 2)
 	for _, r := range []*Run{runA, runB} {
-		go func() { warns <- r.End() }()
+		go func() { warns <- r.End(context.Background()) }()
 	}
 	got := append(<-warns, <-warns...)
 	checkWarnings(t, got, []string{"dropped provider(s) openai-compatible, lmstudio"})
@@ -419,9 +419,9 @@ func TestMergeWaitsForDefaultRuns(t *testing.T) {
 	}))
 
 	run, _ := begin(t, s)
-	checkWarnings(t, s.MergeAllowed(idle), nil) // nothing to write: does not wait for the run
+	checkWarnings(t, s.MergeAllowed(context.Background(), idle, nil), nil) // nothing to write: does not wait for the run
 	merged := make(chan []string, 1)
-	go func() { merged <- s.MergeAllowed(c) }()
+	go func() { merged <- s.MergeAllowed(context.Background(), c, nil) }()
 	for s.runs.queued() == 0 { // the merge is waiting
 		runtime.Gosched()
 	}
@@ -440,11 +440,41 @@ func TestMergeWaitsForDefaultRuns(t *testing.T) {
 		t.Fatalf("the merge wrote (%q) while a default run was in flight", w)
 	default:
 	}
-	checkWarnings(t, run.End(), nil)
+	checkWarnings(t, run.End(context.Background()), nil)
 	checkWarnings(t, <-merged, nil)
 	if got := string(get(t, s)); !strings.Contains(got, "at-new") {
 		t.Errorf("the refresh was not merged:\n%s", got)
 	}
 	again, _ := begin(t, s) // the hold is free again
-	checkWarnings(t, again.End(), nil)
+	checkWarnings(t, again.End(context.Background()), nil)
+}
+
+// TestMergeGivesUpWhenItsContextEnds: a merge-back that waits for a default run stops waiting when
+// its ctx ends (the run's epilogue is bounded), says so, and writes nothing; the run's hold and the
+// user's file are as they were.
+func TestMergeGivesUpWhenItsContextEnds(t *testing.T) {
+	s, _ := memStore(t)
+	put(t, s, edit(t, testdata(t, "a_text_pong.before.json"), oauth("openai-compatible", "at-old", "rt-old", 1)))
+	c, err := s.HostCopy("", Override{Model: "m2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	put(t, &Store{FS: s.FS, Path: c.SettingsPath}, edit(t, c.snapshot, func(o *object) {
+		setPath(o, "providers.openai-compatible.settings.auth.accessToken", "at-new")
+	}))
+	before := string(get(t, s))
+	run, _ := begin(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	merged := make(chan []string, 1)
+	go func() { merged <- s.MergeAllowed(ctx, c, nil) }()
+	for s.runs.queued() == 0 { // the merge is waiting for the run
+		runtime.Gosched()
+	}
+	cancel()
+	checkWarnings(t, <-merged, []string{"gave up waiting for the default runs"})
+	if got := string(get(t, s)); got != before {
+		t.Errorf("a merge that gave up wrote the file:\n%s", got)
+	}
+	checkWarnings(t, run.End(context.Background()), nil)
 }

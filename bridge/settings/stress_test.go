@@ -73,7 +73,7 @@ func TestStressOverridesNeverReachTheUserFile(t *testing.T) {
 		wg.Go(func() {
 			if i%3 == 0 {
 				run, warns := begin(t, s)
-				checkWarnings(t, append(warns, run.End()...), nil)
+				checkWarnings(t, append(warns, run.End(context.Background())...), nil)
 				return
 			}
 			p := i % providers
@@ -94,7 +94,7 @@ func TestStressOverridesNeverReachTheUserFile(t *testing.T) {
 			// merges of different providers run concurrently.
 			mergeMu[p].Lock()
 			defer mergeMu[p].Unlock()
-			checkWarnings(t, s.MergeAllowed(c), nil)
+			checkWarnings(t, s.MergeAllowed(context.Background(), c, nil), nil)
 			lastToken.Store(id, token)
 		})
 	}

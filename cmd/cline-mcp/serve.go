@@ -82,7 +82,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		RetryIsolation: sandbox.Isolation(cfg.retryIsolation),
 		Env:            env,
 		Home:           home,
-		Settings:       run.StoreSettings(store),
+		Settings:       store,
 		MaxConcurrent:  cfg.maxConcurrent,
 		CheckoutLocks:  checkoutLocks(),
 		Git:            git,

@@ -1,0 +1,82 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// An engine speaks to the CLI for one attempt: it shapes the command line, runs the spec the call
+// prepared (executable, environment, directory, mounts, settings, tool policy) on the executor
+// within the call's time limit, and turns what the CLI said into the attempt's facts — ran, exit,
+// tails, tool calls, verdict — and the call's progress. The call does everything else (settings
+// discipline, policy, workspace, retries, redaction of the result), so every promise of a call
+// holds whatever the engine.
+//
+// jsonEngine (here) is the one-shot `cline --json` run: one process per attempt, its NDJSON
+// stream read by cline.Parser. A new engine (the Agent Client Protocol one, say) implements the
+// same two methods and is chosen in New.
+type engine interface {
+	// argv are the CLI's arguments for req (without the executable).
+	argv(req cline.Request) []string
+	// run executes spec on exec and fills a. A copy-mode engine's refusal to bring the run's
+	// changes back is returned, not treated as a failure to run.
+	run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError
+}
+
+type jsonEngine struct{}
+
+func (jsonEngine) argv(req cline.Request) []string { return cline.Args(req) }
+
+func (jsonEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError {
+	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(a.n, ev) })
+	stderr := &cline.StderrScanner{}
+	outTail, errTail := k.red.NewTail(redact.DefaultTailChars), k.red.NewTail(redact.DefaultTailChars)
+	spec.Stdout = io.MultiWriter(parser, outTail)
+	spec.Stderr = io.MultiWriter(stderr, errTail)
+
+	actx, cancel := context.WithTimeout(ctx, time.Duration(k.TimeoutSeconds)*time.Second)
+	exit, err := exec.Run(actx, spec)
+	deadline := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	parser.Close()
+	stderr.Close()
+	outTail.Flush()
+	errTail.Flush()
+	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
+	// Copy mode: the run happened, only bringing its changes back was refused (a hostile or
+	// oversized archive); nothing was written to the host.
+	var copyBack *sandbox.CopyBackError
+	if errors.As(err, &copyBack) {
+		err = nil
+	}
+	if err != nil {
+		a.verdict = k.startVerdict(ctx, err, a.iso, deadline)
+		return nil
+	}
+	a.ran, a.exit = true, exit
+	sum := parser.Summary()
+	a.toolCalls = sum.ToolCalls
+	if a.iso == sandbox.IsolationDocker || len(sum.MutatingSuccesses) > 0 {
+		k.mayHaveWritten = true
+	}
+	a.verdict = cline.Classify(cline.Outcome{
+		ExitCode:       exit.Code,
+		Signal:         exit.Signal,
+		TimedOut:       exit.Stopped && deadline,
+		Cancelled:      exit.Stopped && !deadline,
+		TimeoutSeconds: k.TimeoutSeconds,
+		Elapsed:        exit.Duration,
+		Stdout:         sum,
+		Stderr:         stderr.Summary(),
+		OOMKilled:      exit.OOMKilled,
+		Analysis:       k.Tool.Analysis(),
+		Allowed:        k.allowedTools(a.iso),
+	})
+	return copyBack
+}
