@@ -96,8 +96,8 @@ type Tmpfs struct {
 }
 
 // Spec is one run of the Cline executable. The executor never uses a shell: Path and Args are
-// passed as they are. Stdin is always empty (/dev/null on the host, closed in a container)
-// because the real CLI reads a non-TTY stdin to EOF and appends it to the prompt.
+// passed as they are. Without Stdin the child's stdin is empty (/dev/null on the host, closed in a
+// container) because the real CLI reads a non-TTY stdin to EOF and appends it to the prompt.
 type Spec struct {
 	// Path is the executable: a host path for the host executor, a path inside the image for
 	// docker. Args excludes argv[0].
@@ -114,6 +114,10 @@ type Spec struct {
 	// The executor never writes to the server's own stdout.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Stdin, when set, is copied to the child's stdin (the Agent Client Protocol speaks on it);
+	// its EOF closes the child's stdin. The caller closes its writer; the executor stops copying
+	// when the process exited.
+	Stdin io.Reader
 
 	// StopGrace is the time between the polite stop (SIGINT to the process group, or
 	// `docker stop`) and the forced kill when ctx ends. Zero means DefaultStopGrace.

@@ -24,6 +24,8 @@ type attempt struct {
 	stderrTail string
 	// warnings are this attempt's: its settings copy, tool policy, network and merge-back.
 	warnings []string
+	// providers is the providers.json the attempt runs with (the ACP engine reads its provider).
+	providers string
 }
 
 func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
@@ -256,6 +258,11 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 		// The CLI on this machine refreshes its token in the copy.
 		k.watchCopy(cp)
 	}
+	providers := k.r.cfg.Settings.File()
+	if v, ok := extra["CLINE_PROVIDER_SETTINGS_PATH"]; ok {
+		providers = v
+	}
+	k.r.engine.env(k, a, providers, extra)
 	spec.Path = path
 	spec.Args = k.r.engine.argv(*req)
 	spec.Env = cline.Env(k.r.cfg.Env, extra)

@@ -63,6 +63,7 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath, cp.Dir+string(filepath.Separator)))}}})
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = k.r.cfg.DockerCline
+	k.r.engine.env(k, a, cp.SettingsPath, extra)
 	spec.Args = k.r.engine.argv(*req)
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = k.dir

@@ -24,6 +24,9 @@ import (
 type engine interface {
 	// argv are the CLI's arguments for req (without the executable).
 	argv(req cline.Request) []string
+	// env adds what the engine needs to the child's environment; providers is the providers.json
+	// the attempt runs with (the user's file, or the attempt's private copy).
+	env(k *call, a *attempt, providers string, extra map[string]string)
 	// run executes spec on exec and fills a. A copy-mode engine's refusal to bring the run's
 	// changes back is returned, not treated as a failure to run.
 	run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError
@@ -32,6 +35,8 @@ type engine interface {
 type jsonEngine struct{}
 
 func (jsonEngine) argv(req cline.Request) []string { return cline.Args(req) }
+
+func (jsonEngine) env(*call, *attempt, string, map[string]string) {}
 
 func (jsonEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError {
 	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(a.n, ev) })

@@ -79,6 +79,8 @@ type Config struct {
 	// only.
 	CheckoutLocks string
 
+	// Protocol is how attempts speak to the CLI: ProtocolJSON ("" too) or ProtocolACP.
+	Protocol Protocol
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
 	SeedPolicy bool
@@ -135,7 +137,15 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger, engine: jsonEngine{}, slots: slots{limit: cfg.MaxConcurrent}}, nil
+	var eng engine = jsonEngine{}
+	switch cfg.Protocol {
+	case "", ProtocolJSON:
+	case ProtocolACP:
+		eng = acpEngine{}
+	default:
+		return nil, fmt.Errorf("run config: unknown protocol %q (json or acp)", cfg.Protocol)
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger, engine: eng, slots: slots{limit: cfg.MaxConcurrent}}, nil
 }
 
 // call is the state of one Do: the plan, the workspace and what the prologue prepared for the

@@ -15,7 +15,7 @@ type flagGroup struct {
 // flagGroups orders --help by topic. Every flag register adds belongs to exactly one group
 // (TestHelpGroupsEveryFlag); a flag missing here is still printed, under "Other".
 var flagGroups = []flagGroup{
-	{"Cline", []string{"cline", "analysis-policy", "stop-grace"}},
+	{"Cline", []string{"cline", "cline-protocol", "analysis-policy", "stop-grace"}},
 	{"Isolation", []string{"isolation", "retry-isolation"}},
 	{"Docker", []string{"docker-host", "docker-mounts", "docker-image", "docker-cline", "docker-env",
 		"docker-memory", "docker-pids", "docker-cpus"}},

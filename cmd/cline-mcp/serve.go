@@ -88,6 +88,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		Git:            git,
 		Worktrees:      run.ManagedWorktrees(wts),
 		SeedPolicy:     cfg.analysisPolicy == "seed",
+		Protocol:       run.Protocol(cfg.protocol),
 		StopGrace:      cfg.stopGrace,
 		Logger:         log,
 	}
