@@ -66,7 +66,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cline, "cline", "", "path of the Cline executable (default: $CLINE_MCP_CLINE, else cline on PATH)")
 	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host or docker; calls may ask for more, never less")
 	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
-	fs.StringVar(&c.protocol, "cline-protocol", "json", "how the server speaks to the Cline CLI: json (one `cline --json` process per call) or acp (`cline --acp`, the Agent Client Protocol: every tool call answered by the tool's policy)")
+	fs.StringVar(&c.protocol, "cline-protocol", "json", "how the server speaks to the Cline CLI: json (one cline --json process per call) or acp (cline --acp, the Agent Client Protocol: every tool call answered by the tool's policy)")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
