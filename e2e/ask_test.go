@@ -28,6 +28,7 @@ func TestToolsAdvertised(t *testing.T) {
 		"ask_cline":           {true, false},
 		"apply_cline_edits":   {false, true},
 		"ask_cline_workspace": {true, false},
+		"cline_sessions":      {true, false},
 	}
 	if len(list.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(list.Tools), len(want))
@@ -45,6 +46,9 @@ func TestToolsAdvertised(t *testing.T) {
 		}
 		if *a.ReadOnlyHint != w.readOnly || *a.DestructiveHint != w.destructive {
 			t.Errorf("%s: got readOnly=%v destructive=%v, want %v/%v", tool.Name, *a.ReadOnlyHint, *a.DestructiveHint, w.readOnly, w.destructive)
+		}
+		if tool.Name == "cline_sessions" {
+			continue // not a run tool: no prompt, cwd or run options
 		}
 		b, _ := json.Marshal(tool)
 		var m map[string]any
@@ -85,6 +89,9 @@ func TestInvalidArgumentsNeverSpawn(t *testing.T) {
 		{"provider charset", "ask_cline", map[string]any{"prompt": "hi there", "provider": "open ai"}, "provider"},
 		{"provider too long", "ask_cline", map[string]any{"prompt": "hi there", "provider": strings.Repeat("a", 121)}, "provider"},
 		{"model injection", "ask_cline", map[string]any{"prompt": "hi there", "model": "m;rm -rf /"}, "model"},
+		{"session id path", "ask_cline", map[string]any{"prompt": "hi there", "sessionId": "../../etc/x"}, "sessionId"},
+		{"session with json", "ask_cline", map[string]any{"prompt": "hi there", "sessionId": "s1", "protocol": "json"}, "protocol"},
+		{"bad protocol", "ask_cline", map[string]any{"prompt": "hi there", "protocol": "grpc"}, "protocol"},
 		{"reserved top", "ask_cline", map[string]any{"prompt": "hi there", "__proto__": map[string]any{}}, "__proto__"},
 		{"reserved nested", "ask_cline", map[string]any{"prompt": "hi there", "model": "x", "constructor": "y"}, "constructor"},
 		{"cwd missing dir", "ask_cline", map[string]any{"prompt": "hi there", "cwd": filepath.Join(e.root, "nope")}, "cwd"},

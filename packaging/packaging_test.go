@@ -120,8 +120,8 @@ func TestBundleManifestToolsAreTheServers(t *testing.T) {
 	for _, tool := range list.Tools {
 		want = append(want, map[string]any{"name": tool.Name, "description": tool.Description})
 	}
-	if len(want) != 3 {
-		t.Fatalf("the server lists %d tools, want 3", len(want))
+	if len(want) < 3 {
+		t.Fatalf("the server lists %d tools, want the three run tools at least", len(want))
 	}
 	path := filepath.Join("mcpb", "manifest.json")
 	m := readJSON(t, path)

@@ -83,6 +83,7 @@ func structured(tool run.Tool, r run.Result) object {
 		o.add("diffTruncated", r.DiffTruncated)
 	}
 	o.add("warnings", warnings)
+	o.addConversation(r)
 	if tool == run.AskClineWorkspace && r.Worktree != nil {
 		o.add("worktree", r.Worktree)
 	}
@@ -116,6 +117,17 @@ func structured(tool run.Tool, r run.Result) object {
 		o.add("stdoutTail", r.StdoutTail)
 	}
 	return o
+}
+
+// addConversation writes the ACP engine's session and the tool calls its policy rejected.
+func (o *object) addConversation(r run.Result) {
+	if r.SessionID != "" {
+		o.add("sessionId", r.SessionID)
+		o.add("turn", r.Turn)
+	}
+	if len(r.Rejected) > 0 {
+		o.add("rejectedToolCalls", r.Rejected)
+	}
 }
 
 // object is a JSON object that keeps its keys in insertion order (a Go map would be marshalled

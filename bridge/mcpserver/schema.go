@@ -12,6 +12,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
+	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -37,6 +38,8 @@ type arguments struct {
 	Provider       string            `json:"provider,omitempty" jsonschema:"Provider id override (-P) for this call only; the user's saved settings never change."`
 	Model          string            `json:"model,omitempty" jsonschema:"Model id override (-m) for this call only; the user's saved settings never change."`
 	Isolation      sandbox.Isolation `json:"isolation,omitempty" jsonschema:"Ask for stronger isolation than the server's floor: docker runs Cline in a hardened container."`
+	SessionID      string            `json:"sessionId,omitempty" jsonschema:"Continue the conversation of an earlier result's sessionId: Cline sees the earlier turns; the same tool, cwd and isolation (leave them out or give the same)."`
+	Protocol       run.Protocol      `json:"protocol,omitempty" jsonschema:"How the server speaks to Cline for this call: acp (a conversation whose result carries a sessionId) or json (one-shot); default the server's --cline-protocol."`
 }
 
 // output is the structuredContent of every result, success and failure alike (the TypeScript SDK
@@ -70,6 +73,10 @@ type output struct {
 	Git           run.GitReport     `json:"git,omitzero" tools:"apply_cline_edits"`
 
 	Worktree run.WorktreeReport `json:"worktree,omitzero" tools:"ask_cline_workspace"`
+
+	SessionID         string          `json:"sessionId,omitempty"`
+	Turn              int             `json:"turn,omitempty"`
+	RejectedToolCalls []run.Rejection `json:"rejectedToolCalls,omitempty"`
 }
 
 // enumTypes gives the Go types whose values are a closed set their enum, from the Go constants.
@@ -89,6 +96,7 @@ func enumTypes() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[cline.Kind]():        enum(kinds...),
 		reflect.TypeFor[sandbox.Isolation](): enum(isos...),
 		reflect.TypeFor[thinkingLevel]():     enum(levels...),
+		reflect.TypeFor[run.Protocol]():      enum(string(run.ProtocolACP), string(run.ProtocolJSON)),
 	}
 }
 
@@ -143,6 +151,7 @@ func buildInputSchema(spec toolSpec) (*jsonschema.Schema, error) {
 	p["timeoutSeconds"].Default = json.RawMessage(fmt.Sprint(DefaultTimeoutSeconds))
 	p["provider"].Pattern = idPattern.String()
 	p["model"].Pattern = idPattern.String()
+	p["sessionId"].Pattern = sessions.IDPattern
 	for _, name := range s.PropertyOrder {
 		p[name].Description = withRules(p[name])
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
+	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -62,6 +63,7 @@ func strs[T ~string](vs []T) []any {
 // same thing about every argument — fields, required ones, enums, pattern and bounds — and for a
 // table of structural cases a client's schema validation and the validator agree.
 func TestSchemaAgreementInput(t *testing.T) {
+	patterns := map[string]string{"provider": idPattern.String(), "model": idPattern.String(), "sessionId": sessions.IDPattern}
 	cwd := t.TempDir()
 	v := testValidator("linux", sandbox.IsolationHost)
 	for _, spec := range toolSpecs {
@@ -73,7 +75,8 @@ func TestSchemaAgreementInput(t *testing.T) {
 			base := func() map[string]any { return map[string]any{"prompt": "hi there", "cwd": cwd} }
 
 			// Enums: exactly the Go constants, and each is accepted by the validator.
-			enums := map[string][]any{"thinking": strs(cline.ThinkingLevels), "isolation": strs(sandbox.Isolations)}
+			enums := map[string][]any{"thinking": strs(cline.ThinkingLevels), "isolation": strs(sandbox.Isolations),
+				"protocol": {string(run.ProtocolACP), string(run.ProtocolJSON)}}
 			for name, p := range in.Properties {
 				want, ok := enums[name]
 				if !ok {
@@ -104,8 +107,8 @@ func TestSchemaAgreementInput(t *testing.T) {
 				if p.Pattern == "" {
 					continue
 				}
-				if p.Pattern != idPattern.String() {
-					t.Errorf("%s: schema pattern %q, validator's %q", name, p.Pattern, idPattern)
+				if want := patterns[name]; p.Pattern != want {
+					t.Errorf("%s: schema pattern %q, validator's %q", name, p.Pattern, want)
 				}
 				a := base()
 				a[name] = "has space"
@@ -193,11 +196,12 @@ func samples() map[run.Tool][]run.Result {
 	git := &run.GitReport{HeadBefore: "a", HeadAfter: "b", RefBefore: "refs/heads/m", RefAfter: "refs/heads/m",
 		NewRefs: map[string]string{"refs/tags/t": "b"}, ChangedRefs: map[string]string{"refs/heads/m": "b"},
 		DeletedRefs: []string{"refs/heads/old"}, ChangedFiles: files, WorkingTree: true, UndoHint: "git reset --soft a", Error: "e"}
-	wt := &run.WorktreeReport{Commit: "a", Reused: true, Pooled: true, Path: "/w", Touched: files}
+	wt := &run.WorktreeReport{Commit: "a", Reused: true, Pooled: true, Kept: true, Path: "/w", Touched: files}
 	full := func(tool run.Tool) run.Result {
 		r := run.Result{OK: true, Text: "answer", Warnings: []string{"w"}, Attempts: 2, ExitCode: &code, Signal: &sig,
 			Duration: 1.5, Model: "m", Usage: &run.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, TotalCost: 0.5},
-			Isolation: sandbox.IsolationDocker, AttemptIsolation: []sandbox.Isolation{sandbox.IsolationHost, sandbox.IsolationDocker}}
+			Isolation: sandbox.IsolationDocker, AttemptIsolation: []sandbox.Isolation{sandbox.IsolationHost, sandbox.IsolationDocker},
+			SessionID: "1796278600502_lmK-X_cli", Turn: 2, Rejected: []run.Rejection{{Tool: "editor", Kind: "edit", Title: "editor: x", Reason: "read-only"}}}
 		switch tool {
 		case run.ApplyClineEdits:
 			r.Diff, r.DiffTruncated, r.ChangedFiles, r.HeadBefore, r.HeadAfter, r.Git = &diff, true, files, "a", "b", git
@@ -310,6 +314,7 @@ func TestSchemaAgreementOutput(t *testing.T) {
 		"DiffTruncated": {"diffTruncated"}, "ChangedFiles": {"changedFiles"}, "HeadBefore": {"headBefore"},
 		"HeadAfter": {"headAfter"}, "Git": {"git"}, "Worktree": {"worktree"}, "Kind": {"kind"}, "Message": {"message"},
 		"Retryable": {"retryable"}, "StderrTail": {"stderrTail"}, "StdoutTail": {"stdoutTail"},
+		"SessionID": {"sessionId"}, "Turn": {"turn"}, "Rejected": {"rejectedToolCalls"},
 	}
 	outKeys := map[string]bool{}
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[output]()) {

@@ -44,6 +44,8 @@ type Options struct {
 	// (enforced by the wire when writing; see progress.Close); default 200 ms.
 	Quiet  time.Duration
 	Logger *slog.Logger
+	// Sessions, when set, adds the cline_sessions tool (the ACP engine's conversations).
+	Sessions SessionLister
 }
 
 // Server is the stdio MCP server.
@@ -101,6 +103,9 @@ func New(opts Options) *Server {
 	)
 	for _, spec := range toolSpecs {
 		s.mcp.AddTool(spec.mcpTool(), s.handler(spec.tool))
+	}
+	if opts.Sessions != nil {
+		s.addSessionsTool()
 	}
 	return s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
+	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -71,37 +72,63 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 		return call, invalid("unknown argument %q for %s (accepted: %s)", unknown[0], tool, strings.Join(fields, ", "))
 	}
 
+	if err := v.text(args, &call); err != nil {
+		return call, err
+	}
+	if err := v.options(args, &call); err != nil {
+		return call, err
+	}
+	if err := v.session(args, &call); err != nil {
+		return call, err
+	}
+	if call.SessionID != "" && !present(args, "cwd") {
+		return call, nil // the session's own cwd (run: planSession)
+	}
+	if err := v.cwd(tool, args, &call); err != nil {
+		return call, err
+	}
+	return call, nil
+}
+
+// text checks prompt and systemPrompt.
+func (v validator) text(args map[string]any, call *run.Call) error {
 	var err error
 	if call.Prompt, err = str(args, "prompt"); err != nil {
-		return call, err
+		return err
 	}
 	if strings.TrimSpace(call.Prompt) == "" {
-		return call, invalid("prompt is required and must be a non-empty string")
+		return invalid("prompt is required and must be a non-empty string")
 	}
 	if call.SystemPrompt, err = str(args, "systemPrompt"); err != nil {
-		return call, err
+		return err
 	}
 	for _, f := range []struct{ name, val string }{{"prompt", call.Prompt}, {"systemPrompt", call.SystemPrompt}} {
 		if strings.ContainsRune(f.val, 0) {
-			return call, invalid("%s must not contain NUL characters (they cannot be passed on a command line)", f.name)
+			return invalid("%s must not contain NUL characters (they cannot be passed on a command line)", f.name)
 		}
 	}
 	if v.goos == "windows" {
 		p, s := utf16Len(call.Prompt), utf16Len(call.SystemPrompt)
 		switch {
 		case p > WindowsMaxPrompt:
-			return call, invalid("prompt is %d characters; on Windows the limit is %d", p, WindowsMaxPrompt)
+			return invalid("prompt is %d characters; on Windows the limit is %d", p, WindowsMaxPrompt)
 		case s > WindowsMaxSystem:
-			return call, invalid("systemPrompt is %d characters; on Windows the limit is %d", s, WindowsMaxSystem)
+			return invalid("systemPrompt is %d characters; on Windows the limit is %d", s, WindowsMaxSystem)
 		case p+s > WindowsMaxTogether:
-			return call, invalid("prompt and systemPrompt together are %d characters; on Windows the limit is %d", p+s, WindowsMaxTogether)
+			return invalid("prompt and systemPrompt together are %d characters; on Windows the limit is %d", p+s, WindowsMaxTogether)
 		}
 	}
 
+	return nil
+}
+
+// options checks thinking, timeoutSeconds, provider, model and isolation.
+func (v validator) options(args map[string]any, call *run.Call) error {
+	var err error
 	if th, present := args["thinking"]; present {
 		s, ok := th.(string)
 		if !ok || s == "" || !cline.ValidThinking(s) {
-			return call, invalid("thinking must be one of %s (got %s)", strings.Join(cline.ThinkingLevels, ", "), describe(th))
+			return invalid("thinking must be one of %s (got %s)", strings.Join(cline.ThinkingLevels, ", "), describe(th))
 		}
 		call.Thinking = s
 	}
@@ -109,10 +136,10 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 	if t, present := args["timeoutSeconds"]; present {
 		n, ok := t.(float64)
 		if !ok || n != math.Trunc(n) || n < 1 {
-			return call, invalid("timeoutSeconds must be a positive integer number of seconds (got %s)", describe(t))
+			return invalid("timeoutSeconds must be a positive integer number of seconds (got %s)", describe(t))
 		}
 		if n > MaxTimeoutSeconds {
-			return call, invalid("timeoutSeconds must be at most %d (got %s); it is rejected, not clamped", MaxTimeoutSeconds, describe(t))
+			return invalid("timeoutSeconds must be at most %d (got %s); it is rejected, not clamped", MaxTimeoutSeconds, describe(t))
 		}
 		call.TimeoutSeconds = int(n)
 	}
@@ -122,10 +149,10 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 		dst  *string
 	}{{"provider", &call.Provider}, {"model", &call.Model}} {
 		if *f.dst, err = str(args, f.name); err != nil {
-			return call, err
+			return err
 		}
 		if _, present := args[f.name]; present && !idPattern.MatchString(*f.dst) {
-			return call, invalid("%s must match %s (got %s)", f.name, idPattern, describe(args[f.name]))
+			return invalid("%s must match %s (got %s)", f.name, idPattern, describe(args[f.name]))
 		}
 	}
 
@@ -133,53 +160,92 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 		s, _ := iso.(string)
 		parsed, err := sandbox.ParseIsolation(s)
 		if err != nil {
-			return call, invalid("isolation must be %s (got %s)", isolationChoices(), describe(iso))
+			return invalid("isolation must be %s (got %s)", isolationChoices(), describe(iso))
 		}
 		if !parsed.AtLeast(v.floor) {
-			return call, invalid("isolation %q is weaker than this server's floor %q (started with --isolation %s); a call may ask for more isolation, never less", parsed, v.floor, v.floor)
+			return invalid("isolation %q is weaker than this server's floor %q (started with --isolation %s); a call may ask for more isolation, never less", parsed, v.floor, v.floor)
 		}
 		call.Isolation = parsed
 	}
 
+	return nil
+}
+
+// session checks sessionId (a conversation to continue) and protocol.
+func (v validator) session(args map[string]any, call *run.Call) error {
+	id, err := str(args, "sessionId")
+	if err != nil {
+		return err
+	}
+	if present(args, "sessionId") && !sessions.ValidID(id) {
+		return invalid("sessionId must match %s: a session id from an earlier result (got %s)", sessions.IDPattern, describe(args["sessionId"]))
+	}
+	call.SessionID = id
+	p, err := str(args, "protocol")
+	if err != nil {
+		return err
+	}
+	switch run.Protocol(p) {
+	case "":
+	case run.ProtocolJSON:
+		if id != "" {
+			return invalid("protocol json cannot continue a session: sessions are the acp protocol's")
+		}
+	case run.ProtocolACP:
+	default:
+		return invalid("protocol must be \"json\" or \"acp\" (got %s)", describe(args["protocol"]))
+	}
+	call.Protocol = run.Protocol(p)
+	return nil
+}
+
+// cwd resolves the working directory: absolute, existing, symlinks resolved.
+func (v validator) cwd(tool run.Tool, args map[string]any, call *run.Call) error {
+	var err error
 	if call.Cwd, err = str(args, "cwd"); err != nil {
-		return call, err
+		return err
 	}
 	if _, present := args["cwd"]; !present && requiresArg(tool, "cwd") {
-		return call, invalid("cwd is required for %s (the git checkout to work in)", tool)
+		return invalid("cwd is required for %s (the git checkout to work in)", tool)
 	}
 	if call.Cwd == "" {
 		if _, present := args["cwd"]; present {
-			return call, invalid("cwd must be a non-empty path")
+			return invalid("cwd must be a non-empty path")
 		}
 		if call.Cwd, err = v.wd(); err != nil {
-			return call, invalid("cwd: the server's working directory is unavailable: %v", err)
+			return invalid("cwd: the server's working directory is unavailable: %v", err)
 		}
 	}
 	if strings.ContainsRune(call.Cwd, 0) {
-		return call, invalid("cwd must not contain NUL characters")
+		return invalid("cwd must not contain NUL characters")
 	}
 	if !filepath.IsAbs(call.Cwd) {
 		base, err := v.wd()
 		if err != nil {
-			return call, invalid("cwd %q is relative and the server's working directory is unavailable: %v", call.Cwd, err)
+			return invalid("cwd %q is relative and the server's working directory is unavailable: %v", call.Cwd, err)
 		}
 		call.Cwd = filepath.Join(base, call.Cwd)
 	}
 	call.Cwd = filepath.Clean(call.Cwd)
 	st, err := os.Stat(call.Cwd)
 	if err != nil {
-		return call, invalid("cwd %q must be an existing directory: %v", call.Cwd, err)
+		return invalid("cwd %q must be an existing directory: %v", call.Cwd, err)
 	}
 	if !st.IsDir() {
-		return call, invalid("cwd %q must be a directory, not a file", call.Cwd)
+		return invalid("cwd %q must be a directory, not a file", call.Cwd)
 	}
 	// Resolve symlinks once, here, so every later use agrees: git reports resolved top levels,
 	// the container mounts those, and its working dir must lie inside them (on macOS $TMPDIR
 	// is under /var → /private/var). Paths reported back are the resolved ones.
 	if call.Cwd, err = filepath.EvalSymlinks(call.Cwd); err != nil {
-		return call, invalid("cwd: cannot resolve symlinks: %v", err)
+		return invalid("cwd: cannot resolve symlinks: %v", err)
 	}
-	return call, nil
+	return nil
+}
+
+func present(args map[string]any, name string) bool {
+	_, ok := args[name]
+	return ok
 }
 
 func str(args map[string]any, name string) (string, error) {

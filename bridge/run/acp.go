@@ -43,6 +43,8 @@ type acpEngine struct{}
 // the permission requests that are the policy (docs/acp.md §5, §10).
 func (acpEngine) argv(cline.Request) []string { return acp.Args() }
 
+func (acpEngine) sessions() bool { return true }
+
 // env gives the ACP process its provider and key the only way ACP mode takes them: CLINE_PROVIDER
 // and CLINE_API_KEY (the env key is what is sent, docs/acp.md §1, §10), read from the providers.json
 // this attempt runs with (the user's file for a default host run, else the attempt's private
@@ -113,6 +115,7 @@ func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Ex
 	}
 	a.ran, a.exit = true, r.exit
 	a.toolCalls = turn.Tools.ToolCalls
+	a.rejected = turn.Rejected
 	if a.iso == sandbox.IsolationDocker || len(turn.Tools.MutatingSuccesses) > 0 {
 		k.mayHaveWritten = true
 	}
@@ -130,7 +133,7 @@ func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Ex
 	})
 	if a.verdict.OK {
 		a.verdict.Model = model
-		if u, err := acp.ReadUsage(k.acpDataDir(spec), turn.SessionID); err == nil {
+		if u, err := acp.ReadUsage(k.acpDataDir(a, spec), turn.SessionID); err == nil {
 			a.verdict.Usage = u
 		}
 	}
@@ -143,11 +146,18 @@ func (acpEngine) turn(ctx context.Context, k *call, a *attempt, conn *acp.Conn) 
 	if _, err := conn.Initialize(ctx); err != nil {
 		return acp.Turn{}, "", err
 	}
-	sess, err := conn.NewSession(ctx, k.dir, k.acpPolicy(a.iso))
+	var sess *acp.Session
+	var err error
+	if k.SessionID != "" {
+		sess, err = conn.LoadSession(ctx, k.SessionID, k.dir, k.acpPolicy(a.iso))
+	} else {
+		sess, err = conn.NewSession(ctx, k.dir, k.acpPolicy(a.iso))
+	}
 	if err != nil {
 		return acp.Turn{}, "", err
 	}
 	defer sess.Close()
+	a.sessionID = sess.ID()
 	model := k.Model
 	if model == "" {
 		model = readProvider(a.providers, k.Provider).model
@@ -187,9 +197,12 @@ func (k *call) acpPrompt() string {
 	return "System instructions (from the caller):\n" + k.SystemPrompt + "\n\nTask:\n" + k.Prompt
 }
 
-// acpDataDir is where the attempt's CLI keeps its sessions: CLINE_DATA_DIR of its environment,
-// else the user's data dir.
-func (k *call) acpDataDir(spec sandbox.Spec) string {
+// acpDataDir is where the attempt's CLI keeps its sessions: a container session's own data dir,
+// else CLINE_DATA_DIR of its environment, else the user's data dir.
+func (k *call) acpDataDir(a *attempt, spec sandbox.Spec) string {
+	if a.iso == sandbox.IsolationDocker && k.sessData != "" {
+		return k.sessData
+	}
 	if d := envLookup(spec.Env)("CLINE_DATA_DIR"); d != "" {
 		return d
 	}

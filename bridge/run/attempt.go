@@ -26,6 +26,9 @@ type attempt struct {
 	warnings []string
 	// providers is the providers.json the attempt runs with (the ACP engine reads its provider).
 	providers string
+	// the ACP engine: the session the attempt ran in, and the tool calls the policy rejected
+	sessionID string
+	rejected  []Rejection
 }
 
 func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
@@ -63,6 +66,10 @@ func (k *call) attempts(ctx context.Context) Result {
 	for n := 1; ; n++ {
 		a = k.attempt(ctx, iso, n)
 		k.warnings = append(k.warnings, a.warnings...)
+		if a.sessionID != "" {
+			k.sessionID = a.sessionID
+		}
+		k.res.Rejected = append(k.res.Rejected, a.rejected...)
 		k.res.Attempts = n
 		k.res.AttemptIsolation = append(k.res.AttemptIsolation, iso)
 		k.res.Isolation = iso
@@ -160,7 +167,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 	}
 
 	k.progress(fmt.Sprintf("attempt %d: starting Cline (%s)", n, iso))
-	copyBack := k.r.engine.run(ctx, k, &a, exec, spec)
+	copyBack := k.engine.run(ctx, k, &a, exec, spec)
 	if !a.ran {
 		return a
 	}
@@ -262,9 +269,9 @@ func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 	if v, ok := extra["CLINE_PROVIDER_SETTINGS_PATH"]; ok {
 		providers = v
 	}
-	k.r.engine.env(k, a, providers, extra)
+	k.engine.env(k, a, providers, extra)
 	spec.Path = path
-	spec.Args = k.r.engine.argv(*req)
+	spec.Args = k.engine.argv(*req)
 	spec.Env = cline.Env(k.r.cfg.Env, extra)
 	spec.Dir = k.dir
 	return cleanup, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -61,10 +62,18 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	// An engine that copies instead of sharing brings back only providers.json, for the merge.
 	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir,
 		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath, cp.Dir+string(filepath.Separator)))}}})
+	if k.engine.sessions() && k.sessData != "" {
+		// The session's CLI data outlives this call's copy (session.go).
+		sess := filepath.Join(k.sessData, "sessions")
+		if err := os.MkdirAll(sess, 0o700); err != nil {
+			return cleanup, fmt.Errorf("the session's data dir: %w", err)
+		}
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: sess, Target: filepath.Join(cp.Dir, "sessions"), Return: sandbox.Return{Tree: true}})
+	}
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = k.r.cfg.DockerCline
-	k.r.engine.env(k, a, cp.SettingsPath, extra)
-	spec.Args = k.r.engine.argv(*req)
+	k.engine.env(k, a, cp.SettingsPath, extra)
+	spec.Args = k.engine.argv(*req)
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = k.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}

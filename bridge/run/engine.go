@@ -27,6 +27,8 @@ type engine interface {
 	// env adds what the engine needs to the child's environment; providers is the providers.json
 	// the attempt runs with (the user's file, or the attempt's private copy).
 	env(k *call, a *attempt, providers string, extra map[string]string)
+	// sessions reports whether the engine's runs are conversations that a later call continues.
+	sessions() bool
 	// run executes spec on exec and fills a. A copy-mode engine's refusal to bring the run's
 	// changes back is returned, not treated as a failure to run.
 	run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError
@@ -37,6 +39,8 @@ type jsonEngine struct{}
 func (jsonEngine) argv(req cline.Request) []string { return cline.Args(req) }
 
 func (jsonEngine) env(*call, *attempt, string, map[string]string) {}
+
+func (jsonEngine) sessions() bool { return false }
 
 func (jsonEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError {
 	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(a.n, ev) })

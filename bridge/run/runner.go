@@ -33,6 +33,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -79,8 +80,11 @@ type Config struct {
 	// only.
 	CheckoutLocks string
 
-	// Protocol is how attempts speak to the CLI: ProtocolJSON ("" too) or ProtocolACP.
+	// Protocol is how attempts speak to the CLI: ProtocolJSON ("" too) or ProtocolACP; a call
+	// may choose its own (Call.Protocol), and a call that continues a session speaks ACP.
 	Protocol Protocol
+	// Sessions keeps the ACP engine's conversations (nil: results carry no sessionId).
+	Sessions *sessions.Store
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
 	SeedPolicy bool
@@ -104,7 +108,8 @@ type Runner struct {
 	cfg       Config
 	log       *slog.Logger
 	versions  versionCache
-	engine    engine     // how an attempt speaks to the CLI (engine.go)
+	engine    engine     // how attempts speak to the CLI by default (engine.go)
+	leases    leases     // worktrees kept for workspace sessions (session.go)
 	slots     slots      // MaxConcurrent
 	checkouts keyedSlots // apply_cline_edits, per checkout
 }
@@ -158,6 +163,13 @@ type call struct {
 	red      *secrets          // this call's redactor; learns the credentials the call reads
 	iso      sandbox.Isolation // first attempt's isolation
 	space    workspace         // the tool's workspace (space.go)
+	engine   engine            // how this call's attempts speak to the CLI (engine.go)
+	// the ACP engine's session (session.go): the continued one's record, the CLI's id after the
+	// last attempt, and a container session's data dir (fresh: made for this call)
+	session   *sessions.Record
+	sessionID string
+	sessData  string
+	sessFresh bool
 	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
 	private  string            // private 0700 temp dir of this call (global settings, copies)
 	hold     *settings.Run     // a default host run's shared hold on the settings (nil: none)
@@ -194,6 +206,7 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 		k.iso = r.cfg.Floor
 	}
 	k.red = r.callSecrets()
+	k.engine = r.engineFor(c)
 	// Every progress message leaves through the call's redactor, with what it knows by then.
 	k.progress = func(m string) { progress(k.red.Text(m)) }
 	res := k.do(ctx)
@@ -225,6 +238,9 @@ func (k *call) do(ctx context.Context) Result {
 		return k.fail(cline.KindLaunchFailed, "Docker isolation was requested but is unavailable: "+errText(k.r.cfg.DockerErr)+
 			" ("+hint+"; the server never falls back to the host)", false)
 	}
+	if f := k.planSession(); f != nil {
+		return k.fail(f.kind, f.msg, false)
+	}
 	release, err := k.waitTurn(ctx)
 	if err != nil {
 		return k.fail(cline.KindCancelled, err.Error(), false)
@@ -254,9 +270,23 @@ func (k *call) do(ctx context.Context) Result {
 	}
 	k.dir = dir
 	res := k.withSettings(ctx)
+	k.recordSession(&res, k.sessionID)
 	ectx, cancel := epilogue(ctx)
 	defer cancel()
 	return k.space.finish(ectx, res, k.mayHaveWritten)
+}
+
+// engineFor is the engine of one call: ACP when the call continues a session or asks for it, else
+// the server's.
+func (r *Runner) engineFor(c Call) engine {
+	switch {
+	case c.SessionID != "" || c.Protocol == ProtocolACP:
+		return acpEngine{}
+	case c.Protocol == ProtocolJSON:
+		return jsonEngine{}
+	default:
+		return r.engine
+	}
 }
 
 // waitTurn waits until the call may run: first, for apply_cline_edits, until no other apply on the

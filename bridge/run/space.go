@@ -44,7 +44,7 @@ func (r *Runner) workspaceFor(c Call) workspace {
 	case ApplyClineEdits:
 		return &checkoutSpace{git: r.cfg.Git, cwd: c.Cwd}
 	case AskClineWorkspace:
-		return &worktreeSpace{git: r.cfg.Git, wts: r.cfg.Worktrees, cwd: c.Cwd}
+		return &worktreeSpace{git: r.cfg.Git, wts: r.cfg.Worktrees, cwd: c.Cwd, leases: &r.leases, cont: c.SessionID}
 	default:
 		return &cwdSpace{git: r.cfg.Git, cwd: c.Cwd}
 	}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"github.com/cline-mcp/cline-mcp/bridge/acp"
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -29,6 +30,10 @@ type Call struct {
 	Model          string
 	// Isolation is what the call asked for; "" means the server's floor.
 	Isolation sandbox.Isolation
+	// Protocol is how this call speaks to the CLI; "" means the server's (--cline-protocol).
+	Protocol Protocol
+	// SessionID continues that conversation (the ACP engine; same tool, isolation and checkout).
+	SessionID string
 }
 
 // Override reports whether the call changes Cline's provider or model.
@@ -67,9 +72,12 @@ type WorktreeReport struct {
 	Commit string `json:"commit"`
 	// Reused is set when the call ran in a pooled worktree of an earlier call, moved to Commit
 	// and verified pristine, instead of a fresh one.
-	Reused  bool          `json:"reused"`
-	Removed bool          `json:"removed"`
-	Pooled  bool          `json:"pooled"`
+	Reused  bool `json:"reused"`
+	Removed bool `json:"removed"`
+	Pooled  bool `json:"pooled"`
+	// Kept is set when the worktree stays for the call's session (the ACP engine): the next turn
+	// runs in it, with what this one changed; it goes when the session expires.
+	Kept    bool          `json:"kept,omitempty"`
 	Path    string        `json:"path,omitempty"`
 	Touched []ChangedFile `json:"touched,omitempty"`
 }
@@ -105,6 +113,12 @@ type Result struct {
 	// ask_cline_workspace
 	Worktree *WorktreeReport
 
+	// the ACP engine: the conversation this call belongs to (continue it with sessionId), its
+	// turn number, and every tool call the policy rejected before it ran.
+	SessionID string
+	Turn      int
+	Rejected  []Rejection
+
 	// failure
 	Kind       string
 	Message    string `redact:"diagnostic"`
@@ -116,3 +130,6 @@ type Result struct {
 // Progress receives short, already-redacted progress messages during a call.
 // Implementations must be safe for concurrent use and must not block.
 type Progress func(message string)
+
+// Rejection is one tool call of the CLI that the tool's policy rejected before it ran.
+type Rejection = acp.Rejection

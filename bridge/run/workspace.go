@@ -23,6 +23,10 @@ type worktreeSpace struct {
 	lease  Worktree
 	info   WorktreeInfo
 	report *WorktreeReport
+	// leases keeps the worktree of a session between its turns; cont is the session a call
+	// continues ("" for none).
+	leases *leases
+	cont   string
 }
 
 func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []string, *failure) {
@@ -33,7 +37,14 @@ func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []str
 		}
 		return "", nil, &failure{cline.KindWorkspaceSetupFailed, "could not inspect the repository: " + err.Error()}
 	}
-	lease, err := w.wts.Acquire(ctx, w.cwd)
+	var warns []string
+	lease := w.leases.take(w.cont)
+	if w.cont != "" && lease == nil {
+		warns = append(warns, "the session's worktree did not survive (the server restarted or it was released): this turn runs in a new worktree of HEAD")
+	}
+	if lease == nil {
+		lease, err = w.wts.Acquire(ctx, w.cwd)
+	}
 	if err != nil {
 		if errors.Is(err, worktree.ErrNotGit) {
 			return "", nil, &failure{cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository", w.cwd)}
@@ -46,7 +57,6 @@ func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []str
 	w.lease, w.info = lease, lease.Info()
 	w.report = &WorktreeReport{Commit: w.info.Commit, Path: w.info.Path, Reused: w.info.Reused}
 	res.Worktree = w.report
-	var warns []string
 	for _, err := range w.info.Discarded {
 		warns = append(warns, fmt.Sprintf("a pooled worktree failed its check before the run and was replaced by a fresh one: %v", err))
 	}
@@ -80,6 +90,13 @@ func (w *worktreeSpace) mounts(context.Context) ([]sandbox.Mount, error) {
 // workspace_cleanup_failed with the answer kept.
 func (w *worktreeSpace) finish(ctx context.Context, res Result, wrote bool) Result {
 	report := w.report
+	if res.SessionID != "" && w.leases != nil {
+		// The session continues in this worktree: it is kept, with what the turns changed, until
+		// the session expires or the server stops (session.go).
+		w.leases.put(res.SessionID, w.lease)
+		report.Kept = true
+		return res
+	}
 	if wrote {
 		if touched, err := w.lease.Touched(ctx); err == nil && len(touched) > 0 {
 			for _, f := range touched {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"io"
 	"log/slog"
 	"os"
@@ -23,6 +24,8 @@ type config struct {
 	retryIsolation string
 	analysisPolicy string
 	protocol       string
+	sessionsDir    string
+	sessionIdle    time.Duration
 
 	dockerHost    string
 	dockerMounts  string
@@ -67,6 +70,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host or docker; calls may ask for more, never less")
 	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
 	fs.StringVar(&c.protocol, "cline-protocol", "json", "how the server speaks to the Cline CLI: json (one cline --json process per call) or acp (cline --acp, the Agent Client Protocol: every tool call answered by the tool's policy)")
+	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "where the conversations of the acp protocol are kept between calls and restarts (default: <user cache dir>/cline-mcp/sessions)")
+	fs.DurationVar(&c.sessionIdle, "session-idle", sessions.DefaultIdle, "how long a conversation without a turn can still be continued")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
@@ -173,6 +178,9 @@ func (c *config) validate() error {
 	}
 	if c.poolIdle < time.Second || c.poolIdle > 24*time.Hour {
 		return fmt.Errorf("--workspace-pool-idle must be between 1s and 24h")
+	}
+	if c.sessionIdle < time.Minute || c.sessionIdle > 30*24*time.Hour {
+		return fmt.Errorf("--session-idle must be between 1m and 720h")
 	}
 	if c.maxConcurrent < 1 || c.maxConcurrent > 100 {
 		return fmt.Errorf("--max-concurrent must be between 1 and 100")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/mcpserver"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
+	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
@@ -32,7 +34,12 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 	// the server with SIGPIPE halfway through stopping Cline and merging settings back for the
 	// calls still running.
 	signal.Ignore(syscall.SIGPIPE)
-	runner, cleanup, err := buildRunner(ctx, cfg, log)
+	store, err := sessionStore(cfg)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	runner, cleanup, err := buildRunner(ctx, cfg, log, store)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
@@ -44,6 +51,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 		Floor:     sandbox.Isolation(cfg.isolation),
 		Logger:    log,
 		Heartbeat: cfg.heartbeat,
+		Sessions:  store,
 	})
 	log.Info("serving MCP on stdio", "version", currentVersion(), "isolation", cfg.isolation, "pid", os.Getpid())
 	err = srv.Serve(ctx, stdin, stdout)
@@ -57,7 +65,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 
 // buildRunner wires executors, settings, git and the runner, and starts the sweepers that
 // remove leftovers of a crashed earlier server (our worktrees, our containers).
-func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runner, func(), error) {
+func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessions.Store) (*run.Runner, func(), error) {
 	home, _ := os.UserHomeDir()
 	env := os.Environ()
 	life := startLifeline(cfg, log)
@@ -89,6 +97,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 		Worktrees:      run.ManagedWorktrees(wts),
 		SeedPolicy:     cfg.analysisPolicy == "seed",
 		Protocol:       run.Protocol(cfg.protocol),
+		Sessions:       sess,
 		StopGrace:      cfg.stopGrace,
 		Logger:         log,
 	}
@@ -115,6 +124,31 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		sweep(sweepCtx, log, wts, sweepDocker)
+	}()
+	stopExpiry := expireSessions(ctx, runner, log)
+	return runner, func() {
+		cancel()
+		<-done
+		stopExpiry()
+		// The calls are over: worktrees kept for sessions and the pool's idle ones go now (Close
+		// also waits for expiries).
+		runner.Close(context.WithoutCancel(ctx))
+		if err := wts.Close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("pooled worktrees not removed", "err", err)
+		}
+		if dock != nil {
+			_ = dock.Close()
+		}
+		if err := life.Close(10 * time.Second); err != nil {
+			log.Warn("lifeline", "err", err)
+		}
+	}, nil
+}
+
+// sweep ends what a crashed server left behind: worktrees, Cline processes and containers.
+func sweep(sweepCtx context.Context, log *slog.Logger, wts *worktree.Manager, sweepDocker func(context.Context) (int, error)) {
+	{
 		if removed, err := wts.Sweep(sweepCtx); err != nil {
 			log.Warn("worktree sweep", "err", err)
 		} else if len(removed) > 0 {
@@ -133,21 +167,43 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger) (*run.Runne
 				log.Info("removed containers left by a crashed server", "count", n)
 			}
 		}
+	}
+}
+
+// sessionStore is the session store of --sessions-dir (default <user cache dir>/cline-mcp/sessions).
+func sessionStore(cfg *config) (*sessions.Store, error) {
+	dir := cfg.sessionsDir
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("no directory for sessions (pass --sessions-dir): %w", err)
+		}
+		dir = filepath.Join(cache, "cline-mcp", "sessions")
+	}
+	dir, _ = filepath.Abs(dir)
+	return &sessions.Store{Dir: dir, Idle: cfg.sessionIdle}, nil
+}
+
+// expireSessions ends idle sessions now and every minute until the returned stop is called.
+func expireSessions(ctx context.Context, runner *run.Runner, log *slog.Logger) (stop func()) {
+	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			if n := runner.Expire(ectx); n > 0 {
+				log.Info("ended idle sessions", "count", n)
+			}
+			select {
+			case <-ectx.Done():
+				return
+			case <-t.C:
+			}
+		}
 	}()
-	return runner, func() {
-		cancel()
-		<-done
-		// The calls are over: the pool's idle worktrees go now (Close also waits for expiries).
-		if err := wts.Close(context.WithoutCancel(ctx)); err != nil {
-			log.Warn("pooled worktrees not removed", "err", err)
-		}
-		if dock != nil {
-			_ = dock.Close()
-		}
-		if err := life.Close(10 * time.Second); err != nil {
-			log.Warn("lifeline", "err", err)
-		}
-	}, nil
+	return func() { cancel(); <-done }
 }
 
 // startLifeline starts the watchdog that ends this server's Cline processes and containers if
