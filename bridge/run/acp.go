@@ -66,75 +66,71 @@ func (acpEngine) env(k *call, a *attempt, providers string, extra map[string]str
 func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError {
 	stderr := &cline.StderrScanner{}
 	outTail, errTail := k.red.NewTail(redact.DefaultTailChars), k.red.NewTail(redact.DefaultTailChars)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	spec.Stdin = inR
-	spec.Stdout = io.MultiWriter(outW, outTail)
-	spec.Stderr = io.MultiWriter(stderr, errTail)
-
-	// The process lives until its stdin closes and it exits, or stop ends it: a cancel or the time
-	// limit reaches the turn first (session/cancel), never the process directly.
-	rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	type ran struct {
-		exit sandbox.Exit
-		err  error
+	key, keep := k.agentKey(a)
+	var ag *agent
+	if keep {
+		ag = k.r.agents.take(key)
 	}
-	done := make(chan ran, 1)
-	go func() {
-		x, err := exec.Run(rctx, spec)
-		_ = outW.CloseWithError(io.EOF)
-		_ = inR.CloseWithError(io.ErrClosedPipe)
-		done <- ran{x, err}
-	}()
+	if ag != nil {
+		a.dropOwn() // the kept process has its own policy files
+		k.progress(fmt.Sprintf("attempt %d: a warm Cline process takes the turn", a.n))
+	} else {
+		ag = startAgent(exec, spec, k.r.log)
+		ag.own, ag.untrack = a.own, a.untrackOwn
+		a.own, a.untrackOwn = "", nil
+	}
+	ag.out.set(outTail)
+	ag.err.set(io.MultiWriter(stderr, errTail))
 
+	dataDir := k.acpDataDir(a, spec)
 	tctx, cancel := context.WithTimeout(ctx, time.Duration(k.TimeoutSeconds)*time.Second)
-	conn := acp.New(inW, outR, acp.Options{ClientName: "cline-mcp", Logger: k.r.log})
-	turn, model, terr := e.turn(tctx, k, a, conn)
+	turn, model, terr := e.turn(tctx, k, a, ag, dataDir)
 	deadline := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
-	_ = conn.Close() // closes the process's stdin
-	var r ran
-	select {
-	case r = <-done:
-	case <-time.After(acpExitGrace):
-		stop()
-		r = <-done
+	var x agentExit
+	if keep && terr == nil && !turn.Cancelled && !turn.TimedOut && turn.StopReason != "" && ag.alive() {
+		ag.out.set(nil)
+		ag.err.set(nil)
+		k.r.agents.put(key, ag)
+	} else {
+		x = ag.end()
+		ag.out.set(nil)
+		ag.err.set(nil)
 	}
 	stderr.Close()
 	outTail.Flush()
 	errTail.Flush()
 	a.stdoutTail, a.stderrTail = outTail.String(), errTail.String()
 	var copyBack *sandbox.CopyBackError
-	if errors.As(r.err, &copyBack) {
-		r.err = nil
+	if errors.As(x.err, &copyBack) {
+		x.err = nil
 	}
-	if r.err != nil {
-		a.verdict = k.startVerdict(ctx, r.err, a.iso, deadline)
+	if x.err != nil {
+		a.verdict = k.startVerdict(ctx, x.err, a.iso, deadline)
 		return nil
 	}
-	a.ran, a.exit = true, r.exit
+	a.ran, a.exit = true, x.exit
 	a.toolCalls = turn.Tools.ToolCalls
 	a.rejected = turn.Rejected
 	if a.iso == sandbox.IsolationDocker || len(turn.Tools.MutatingSuccesses) > 0 {
 		k.mayHaveWritten = true
 	}
 	a.verdict = acp.Classify(turn, terr, cline.Outcome{
-		ExitCode:       r.exit.Code,
-		Signal:         r.exit.Signal,
+		ExitCode:       x.exit.Code,
+		Signal:         x.exit.Signal,
 		TimedOut:       deadline,
 		Cancelled:      ctx.Err() != nil,
 		TimeoutSeconds: k.TimeoutSeconds,
-		Elapsed:        r.exit.Duration,
+		Elapsed:        x.exit.Duration,
 		Stderr:         stderr.Summary(),
-		OOMKilled:      r.exit.OOMKilled,
+		OOMKilled:      x.exit.OOMKilled,
 		Analysis:       k.Tool.Analysis(),
 		Allowed:        k.allowedTools(a.iso),
 	})
 	if a.verdict.OK {
 		a.verdict.Model = model
-		if u, err := acp.ReadUsage(k.acpDataDir(a, spec), turn.SessionID); err == nil {
-			a.verdict.Usage = u
+		if u, err := acp.ReadUsage(dataDir, turn.SessionID); err == nil {
+			a.verdict.Usage = since(u, a.usageBefore)
 		}
 	}
 	return copyBack
@@ -142,9 +138,13 @@ func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Ex
 
 // turn initializes the connection, opens a session in the call's directory with the tool's
 // permission policy, selects the model (ACP ignores -m; docs/acp.md §1) and runs the prompt.
-func (acpEngine) turn(ctx context.Context, k *call, a *attempt, conn *acp.Conn) (acp.Turn, string, error) {
-	if _, err := conn.Initialize(ctx); err != nil {
-		return acp.Turn{}, "", err
+func (acpEngine) turn(ctx context.Context, k *call, a *attempt, ag *agent, dataDir string) (acp.Turn, string, error) {
+	conn := ag.conn
+	if !ag.ready {
+		if _, err := conn.Initialize(ctx); err != nil {
+			return acp.Turn{}, "", err
+		}
+		ag.ready = true
 	}
 	var sess *acp.Session
 	var err error
@@ -158,6 +158,10 @@ func (acpEngine) turn(ctx context.Context, k *call, a *attempt, conn *acp.Conn) 
 	}
 	defer sess.Close()
 	a.sessionID = sess.ID()
+	if k.SessionID != "" {
+		// The manifest's usage is the session's, cumulative: this turn's is the difference.
+		a.usageBefore, _ = acp.ReadUsage(dataDir, sess.ID())
+	}
 	model := k.Model
 	if model == "" {
 		model = readProvider(a.providers, k.Provider).model
@@ -266,4 +270,21 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file of at most %d bytes", path, max)
 	}
 	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// since is the usage of one turn: the session's cumulative usage now minus before the turn.
+func since(now, before *cline.Usage) *cline.Usage {
+	if now == nil || before == nil {
+		return now
+	}
+	u := *now
+	u.InputTokens -= before.InputTokens
+	u.OutputTokens -= before.OutputTokens
+	u.CacheReadTokens -= before.CacheReadTokens
+	u.CacheWriteTokens -= before.CacheWriteTokens
+	u.TotalCost -= before.TotalCost
+	if u.InputTokens < 0 || u.OutputTokens < 0 || u.TotalCost < 0 {
+		return now // the manifest went backwards: report what it says
+	}
+	return &u
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -27,8 +28,25 @@ type attempt struct {
 	// providers is the providers.json the attempt runs with (the ACP engine reads its provider).
 	providers string
 	// the ACP engine: the session the attempt ran in, and the tool calls the policy rejected
-	sessionID string
-	rejected  []Rejection
+	sessionID   string
+	rejected    []Rejection
+	usageBefore *cline.Usage
+	// own is a directory for the policy files of a process that may be kept (agents.go), with the
+	// lifeline's untrack; the engine hands it to the process, else the attempt removes it.
+	own        string
+	untrackOwn func()
+}
+
+// dropOwn removes the attempt's own directory when no kept process took it.
+func (a *attempt) dropOwn() {
+	if a.own != "" {
+		_ = os.RemoveAll(a.own)
+		a.own = ""
+	}
+	if a.untrackOwn != nil {
+		a.untrackOwn()
+		a.untrackOwn = nil
+	}
 }
 
 func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
@@ -139,6 +157,7 @@ func (k *call) finish(a attempt) Result {
 // warnings to it.
 func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a attempt) {
 	a = attempt{n: n, iso: iso}
+	defer a.dropOwn()
 	req := cline.Request{
 		Prompt: k.Prompt, SystemPrompt: k.SystemPrompt, Cwd: k.dir, Thinking: k.Thinking,
 		Provider: k.Provider, Model: k.Model, AutoApprove: !(k.Tool.Analysis() && k.r.cfg.SeedPolicy),

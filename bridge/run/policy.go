@@ -53,6 +53,17 @@ func (k *call) hostPolicy(ctx context.Context, a *attempt) (map[string]string, e
 		}
 	}
 	dir := filepath.Join(k.private, fmt.Sprintf("policy-%d", a.n))
+	if k.keepable(a.iso) {
+		// A process that may be kept outlives this call's private dir (agents.go).
+		own, err := os.MkdirTemp(k.r.cfg.TempDir, "cline-mcp-agent-")
+		if err != nil {
+			return nil, fmt.Errorf("write the tool policy: %w", err)
+		}
+		a.own, dir = own, own
+		if k.r.cfg.TrackDir != nil {
+			a.untrackOwn = k.r.cfg.TrackDir(own)
+		}
+	}
 	clineDir := filepath.Join(dir, "cline-dir")
 	if err := os.MkdirAll(clineDir, 0o700); err != nil {
 		return nil, fmt.Errorf("write the tool policy: %w", err)

@@ -85,6 +85,10 @@ type Config struct {
 	Protocol Protocol
 	// Sessions keeps the ACP engine's conversations (nil: results carry no sessionId).
 	Sessions *sessions.Store
+	// WarmAgents is how many ACP processes of host calls are kept for later calls (0: none), and
+	// WarmIdle for how long an unused one is kept (0: 5 minutes).
+	WarmAgents int
+	WarmIdle   time.Duration
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
 	SeedPolicy bool
@@ -110,6 +114,7 @@ type Runner struct {
 	versions  versionCache
 	engine    engine     // how attempts speak to the CLI by default (engine.go)
 	leases    leases     // worktrees kept for workspace sessions (session.go)
+	agents    agents     // warm ACP processes (agents.go)
 	slots     slots      // MaxConcurrent
 	checkouts keyedSlots // apply_cline_edits, per checkout
 }
@@ -150,7 +155,11 @@ func New(cfg Config) (*Runner, error) {
 	default:
 		return nil, fmt.Errorf("run config: unknown protocol %q (json or acp)", cfg.Protocol)
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger, engine: eng, slots: slots{limit: cfg.MaxConcurrent}}, nil
+	if cfg.WarmIdle <= 0 {
+		cfg.WarmIdle = 5 * time.Minute
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger, engine: eng, slots: slots{limit: cfg.MaxConcurrent},
+		agents: agents{max: cfg.WarmAgents, idle: cfg.WarmIdle}}, nil
 }
 
 // call is the state of one Do: the plan, the workspace and what the prologue prepared for the
@@ -170,11 +179,11 @@ type call struct {
 	sessionID string
 	sessData  string
 	sessFresh bool
-	dir      string            // where Cline runs (cwd, checkout root's cwd, or the worktree)
-	private  string            // private 0700 temp dir of this call (global settings, copies)
-	hold     *settings.Run     // a default host run's shared hold on the settings (nil: none)
-	res      Result
-	warnings []string
+	dir       string        // where Cline runs (cwd, checkout root's cwd, or the worktree)
+	private   string        // private 0700 temp dir of this call (global settings, copies)
+	hold      *settings.Run // a default host run's shared hold on the settings (nil: none)
+	res       Result
+	warnings  []string
 	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
 	// (where analysis keeps run_commands) or reported a successful mutating tool call.
 	mayHaveWritten bool

@@ -154,9 +154,10 @@ func (r *Runner) Expire(ctx context.Context) int {
 	return len(gone)
 }
 
-// Close releases the worktrees kept for sessions (the records stay: a later server continues them
-// with a new worktree).
+// Close ends the warm ACP processes and releases the worktrees kept for sessions (the records
+// stay: a later server continues them with a new worktree).
 func (r *Runner) Close(ctx context.Context) {
+	r.agents.close()
 	for id, w := range r.leases.all() {
 		if _, err := w.Release(ctx); err != nil {
 			r.log.Warn("could not release a session's worktree", "session", id, "err", err)

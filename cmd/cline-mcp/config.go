@@ -26,6 +26,8 @@ type config struct {
 	protocol       string
 	sessionsDir    string
 	sessionIdle    time.Duration
+	warmAgents     int
+	warmIdle       time.Duration
 
 	dockerHost    string
 	dockerMounts  string
@@ -72,6 +74,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.protocol, "cline-protocol", "json", "how the server speaks to the Cline CLI: json (one cline --json process per call) or acp (cline --acp, the Agent Client Protocol: every tool call answered by the tool's policy)")
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "where the conversations of the acp protocol are kept between calls and restarts (default: <user cache dir>/cline-mcp/sessions)")
 	fs.DurationVar(&c.sessionIdle, "session-idle", sessions.DefaultIdle, "how long a conversation without a turn can still be continued")
+	fs.IntVar(&c.warmAgents, "warm-agents", 2, "with the acp protocol, how many Cline processes of host calls are kept running for later calls in the same directory (0: none)")
+	fs.DurationVar(&c.warmIdle, "warm-idle", 5*time.Minute, "how long an unused warm Cline process is kept")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
@@ -178,6 +182,12 @@ func (c *config) validate() error {
 	}
 	if c.poolIdle < time.Second || c.poolIdle > 24*time.Hour {
 		return fmt.Errorf("--workspace-pool-idle must be between 1s and 24h")
+	}
+	if c.warmAgents < 0 || c.warmAgents > 16 {
+		return fmt.Errorf("--warm-agents must be between 0 and 16")
+	}
+	if c.warmIdle < time.Second || c.warmIdle > 24*time.Hour {
+		return fmt.Errorf("--warm-idle must be between 1s and 24h")
 	}
 	if c.sessionIdle < time.Minute || c.sessionIdle > 30*24*time.Hour {
 		return fmt.Errorf("--session-idle must be between 1m and 720h")

@@ -21,7 +21,7 @@ var flagGroups = []flagGroup{
 		"docker-memory", "docker-pids", "docker-cpus"}},
 	{"Egress of Docker runs", []string{"docker-egress", "docker-network", "egress-allow", "docker-egress-image"}},
 	{"Workspace and worktree pool", []string{"worktree-root", "workspace-pool", "workspace-pool-idle"}},
-	{"Sessions (acp protocol)", []string{"sessions-dir", "session-idle"}},
+	{"Sessions and warm agents (acp protocol)", []string{"sessions-dir", "session-idle", "warm-agents", "warm-idle"}},
 	{"Limits", []string{"max-concurrent"}},
 	{"Logging", []string{"log-level", "log-file"}},
 }

@@ -98,6 +98,8 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessi
 		SeedPolicy:     cfg.analysisPolicy == "seed",
 		Protocol:       run.Protocol(cfg.protocol),
 		Sessions:       sess,
+		WarmAgents:     cfg.warmAgents,
+		WarmIdle:       cfg.warmIdle,
 		StopGrace:      cfg.stopGrace,
 		Logger:         log,
 	}
