@@ -24,6 +24,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"time"
@@ -74,38 +75,13 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	stopGrace := sandbox.OrDefault(spec.StopGrace, sandbox.DefaultStopGrace)
 	settleGrace := sandbox.OrDefault(spec.SettleGrace, sandbox.DefaultSettleGrace)
 
-	outR, outW, err := os.Pipe()
+	cmd, p, err := start(spec, path)
 	if err != nil {
-		return sandbox.Exit{}, fmt.Errorf("stdout pipe %s: %w", spec.Path, err)
+		return sandbox.Exit{}, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(outR, outW)
-		return sandbox.Exit{}, fmt.Errorf("stderr pipe %s: %w", spec.Path, err)
-	}
-
-	env := spec.Env
-	if env == nil {
-		env = []string{} // exec.Cmd would fall back to os.Environ() for nil
-	}
-	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   append([]string{spec.Path}, spec.Args...),
-		Env:    env,
-		Dir:    spec.Dir,
-		Stdin:  nil, // os/exec opens os.DevNull: never a pipe the CLI would wait on
-		Stdout: outW,
-		Stderr: errW,
-	}
-	prepare(cmd)
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		closeAll(outR, outW, errR, errW)
-		return sandbox.Exit{}, classifyStart(spec, path, err)
-	}
-	// The child holds its own copies; ours must go or EOF never comes.
-	closeAll(outW, errW)
+	outR, errR := p.outR, p.errR
+	began := time.Now()
+	p.feed(spec.Stdin)
 
 	g, err := attach(cmd)
 	if err != nil {
@@ -152,11 +128,88 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if !reaped {
 		_ = cmd.Wait() // the exit status is in cmd.ProcessState; a non-zero exit is no error here
 	}
+	p.closeStdin() // the child is gone: a copy still writing fails and ends
 	x := g.exit(cmd.ProcessState)
 	x.Stopped = stopped
 	x.StreamsCut = cut
-	x.Duration = time.Since(start)
+	x.Duration = time.Since(began)
 	return x, nil
+}
+
+// pipes are a child's stdout and stderr (read ends), and its attached stdin (write end, nil when
+// the child's stdin is the null device).
+type pipes struct {
+	outR, errR *os.File
+	inW        *os.File
+}
+
+// start creates the pipes and starts the child: stdout and stderr pipes, and stdin on the null
+// device — or, with spec.Stdin (the Agent Client Protocol), a pipe that feed fills from it.
+func start(spec sandbox.Spec, path string) (*exec.Cmd, *pipes, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("stdout pipe %s: %w", spec.Path, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(outR, outW)
+		return nil, nil, fmt.Errorf("stderr pipe %s: %w", spec.Path, err)
+	}
+	env := spec.Env
+	if env == nil {
+		env = []string{} // exec.Cmd would fall back to os.Environ() for nil
+	}
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   append([]string{spec.Path}, spec.Args...),
+		Env:    env,
+		Dir:    spec.Dir,
+		Stdin:  nil, // os/exec opens os.DevNull: never a pipe the CLI would wait on
+		Stdout: outW,
+		Stderr: errW,
+	}
+	p := &pipes{outR: outR, errR: errR}
+	var inR *os.File
+	if spec.Stdin != nil {
+		if inR, p.inW, err = os.Pipe(); err != nil {
+			closeAll(outR, outW, errR, errW)
+			return nil, nil, fmt.Errorf("stdin pipe %s: %w", spec.Path, err)
+		}
+		cmd.Stdin = inR
+	}
+	prepare(cmd)
+	if err := cmd.Start(); err != nil {
+		closeAll(outR, outW, errR, errW)
+		if inR != nil {
+			closeAll(inR, p.inW)
+		}
+		return nil, nil, classifyStart(spec, path, err)
+	}
+	// The child holds its own copies; ours must go or EOF never comes.
+	closeAll(outW, errW)
+	if inR != nil {
+		closeAll(inR)
+	}
+	return cmd, p, nil
+}
+
+// feed copies src into the child's stdin until src ends (its EOF closes the child's stdin) or the
+// pipe closes (closeStdin, after the child exited; the copy then ends at src's next read — the
+// caller closes its writer).
+func (p *pipes) feed(src io.Reader) {
+	if p.inW == nil {
+		return
+	}
+	go func() {
+		_, _ = io.Copy(p.inW, src)
+		_ = p.inW.Close()
+	}()
+}
+
+func (p *pipes) closeStdin() {
+	if p.inW != nil {
+		_ = p.inW.Close()
+	}
 }
 
 // group is everything one run started, as the platform can hold it: a process group on Unix, a
