@@ -74,6 +74,9 @@ bench: build image-fake
 	$(GO) run ./cmd/benchbridge -cline-mcp $(BIN)/cline-mcp -fake $(BIN)/fake-cline \
 	  $$(docker info >/dev/null 2>&1 && echo -docker-image $(FAKE_IMAGE)) \
 	  $(if $(BASELINE),-baseline-cline-mcp $(BASELINE))
+	@echo "ask_cline on the real CLI (fake provider): one-shot --json against a warm ACP process:"
+	CLINE_MCP_CONTRACT_BENCH=$${CLINE_MCP_CONTRACT_BENCH:-10} $(GO) test -count=1 -tags contract -run '^TestLatencyACPWarmVsJSON$$' -v ./contract/ \
+	  | grep -E 'p50|ratio|PONG|^(ok|FAIL|--- |contract:)'
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkPool$$' -benchtime 20x ./sandbox/worktree/ ./sandbox/host/ ./bridge/redact/ ./bridge/cline/
 	$(GO) test -run '^$$' -bench '^BenchmarkPool$$' -benchtime 7x -timeout 60m ./sandbox/worktree/
 	@$(GO) test -count=1 -run '^(TestPrecisionSourceCorpus|TestRedactCorpus|TestRecallGeneratedSamples|TestFigures)$$' \
