@@ -184,6 +184,10 @@ func (e *Executor) createOptions(spec sandbox.Spec, runID string, plan *runPlan)
 		WorkingDir:   spec.Dir,
 		Labels:       labels,
 		StopSignal:   "SIGINT",
+		// An attached stdin (the Agent Client Protocol): open until the caller's reader ends.
+		AttachStdin: spec.Stdin != nil,
+		OpenStdin:   spec.Stdin != nil,
+		StdinOnce:   spec.Stdin != nil,
 	}
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(e.network),

@@ -182,7 +182,7 @@ func (e *Executor) create(ctx context.Context, spec sandbox.Spec, runID string, 
 // purpose: after a stop we still want the exit status.
 func (c *runContainer) attach(ctx context.Context, spec sandbox.Spec) error {
 	attached, err := c.e.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{
-		Stream: true, Stdout: true, Stderr: true,
+		Stream: true, Stdout: true, Stderr: true, Stdin: spec.Stdin != nil,
 	})
 	if err != nil {
 		return c.e.launchError("docker attach", c.id, err)
@@ -200,6 +200,15 @@ func (c *runContainer) attach(ctx context.Context, spec sandbox.Spec) error {
 		defer close(c.streamsDone)
 		_, _ = stdcopy.StdCopy(stdout, stderr, attached.Reader)
 	}()
+	if spec.Stdin != nil {
+		// The reader's EOF closes the process's stdin (StdinOnce); after the run the connection
+		// is closed (cleanup), so a copy still waiting ends at the reader's next read — the
+		// caller closes its writer.
+		go func() {
+			_, _ = io.Copy(attached.Conn, spec.Stdin)
+			_ = attached.CloseWrite()
+		}()
+	}
 	return nil
 }
 
