@@ -55,6 +55,24 @@ func TestBridgeACPConversation(t *testing.T) {
 	}
 }
 
+// TestDockerBridgeACPConversation: the same conversation with the CLI in the real image: the
+// container's CLI keeps the session in the session's own data dir, and the follow-up in a new
+// container loads it.
+func TestDockerBridgeACPConversation(t *testing.T) {
+	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("FIRST"), fakeprovider.Text("SECOND")), inDocker(), acpArgs())
+	res, first := w.call("ask_cline", map[string]any{"prompt": "Remember the word CHERRY-3. Reply FIRST."})
+	mcpsession.WantOK(t, res, first)
+	id := mcpsession.Str(first, "sessionId")
+	res, second := w.call("ask_cline", map[string]any{"prompt": "Which word? Reply SECOND.", "sessionId": id})
+	mcpsession.WantOK(t, res, second)
+	if mcpsession.Str(second, "text") != "SECOND" || mcpsession.Str(second, "isolation") != "docker" {
+		t.Errorf("second turn: %v", second)
+	}
+	if chats := w.chats(2); !strings.Contains(string(chats[1].Raw), "CHERRY-3") {
+		t.Errorf("the follow-up's request to the provider lacks the first turn")
+	}
+}
+
 // TestBridgeACPApplyAndPolicy: over ACP on the real CLI, apply_cline_edits writes the model's edit
 // and returns its diff, while the commit command of the same turn is rejected before it runs (HEAD
 // unchanged, the rejection in the result); ask_cline never writes an edit (nothing written).

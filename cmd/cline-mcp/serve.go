@@ -66,43 +66,11 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 // buildRunner wires executors, settings, git and the runner, and starts the sweepers that
 // remove leftovers of a crashed earlier server (our worktrees, our containers).
 func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessions.Store) (*run.Runner, func(), error) {
-	home, _ := os.UserHomeDir()
-	env := os.Environ()
 	life := startLifeline(cfg, log)
 	git := &worktree.Git{}
 	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot), PoolSize: cfg.pool, PoolIdle: cfg.poolIdle,
 		Log: log.With("component", "worktree-pool")}
-	providers := settings.Path(os.Getenv, home)
-	// The host refresh before a container run reads CLINE_API_BASE_URL and CLINE_ENVIRONMENT from
-	// the server's environment, as the CLI does.
-	store := &settings.Store{FS: afero.NewOsFs(), Path: providers, LockPath: settings.LockPath(providers),
-		OAuth: settings.OAuth{Getenv: os.Getenv}}
-	rc := run.Config{
-		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
-		Host:           &host.Executor{Track: life.TrackGroup},
-		TrackDir:       func(p string) func() { return life.Track(lifeline.Dir, p) },
-		DockerCline:    cfg.dockerCline,
-		DockerEnv:      cfg.dockerEnv,
-		DockerEgress:   sandbox.EgressMode(cfg.dockerEgress),
-		EgressAllow:    cfg.egressAllow,
-		Instance:       docker.InstanceID(),
-		Floor:          sandbox.Isolation(cfg.isolation),
-		RetryIsolation: sandbox.Isolation(cfg.retryIsolation),
-		Env:            env,
-		Home:           home,
-		Settings:       store,
-		MaxConcurrent:  cfg.maxConcurrent,
-		CheckoutLocks:  checkoutLocks(),
-		Git:            git,
-		Worktrees:      run.ManagedWorktrees(wts),
-		SeedPolicy:     cfg.analysisPolicy == "seed",
-		Protocol:       run.Protocol(cfg.protocol),
-		Sessions:       sess,
-		WarmAgents:     cfg.warmAgents,
-		WarmIdle:       cfg.warmIdle,
-		StopGrace:      cfg.stopGrace,
-		Logger:         log,
-	}
+	rc := runConfig(cfg, log, life, git, wts, sess)
 	if cfg.backoff > 0 {
 		b := cfg.backoff
 		rc.Backoff = func() time.Duration { return b }
@@ -146,6 +114,42 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessi
 			log.Warn("lifeline", "err", err)
 		}
 	}, nil
+}
+
+// runConfig is the runner's configuration from the flags and the environment.
+func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, git *worktree.Git, wts *worktree.Manager, sess *sessions.Store) run.Config {
+	home, _ := os.UserHomeDir()
+	providers := settings.Path(os.Getenv, home)
+	// The host refresh before a container run reads CLINE_API_BASE_URL and CLINE_ENVIRONMENT from
+	// the server's environment, as the CLI does.
+	store := &settings.Store{FS: afero.NewOsFs(), Path: providers, LockPath: settings.LockPath(providers),
+		OAuth: settings.OAuth{Getenv: os.Getenv}}
+	return run.Config{
+		ClinePath:      run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS),
+		Host:           &host.Executor{Track: life.TrackGroup},
+		TrackDir:       func(p string) func() { return life.Track(lifeline.Dir, p) },
+		DockerCline:    cfg.dockerCline,
+		DockerEnv:      cfg.dockerEnv,
+		DockerEgress:   sandbox.EgressMode(cfg.dockerEgress),
+		EgressAllow:    cfg.egressAllow,
+		Instance:       docker.InstanceID(),
+		Floor:          sandbox.Isolation(cfg.isolation),
+		RetryIsolation: sandbox.Isolation(cfg.retryIsolation),
+		Env:            os.Environ(),
+		Home:           home,
+		Settings:       store,
+		MaxConcurrent:  cfg.maxConcurrent,
+		CheckoutLocks:  checkoutLocks(),
+		Git:            git,
+		Worktrees:      run.ManagedWorktrees(wts),
+		SeedPolicy:     cfg.analysisPolicy == "seed",
+		Protocol:       run.Protocol(cfg.protocol),
+		Sessions:       sess,
+		WarmAgents:     cfg.warmAgents,
+		WarmIdle:       cfg.warmIdle,
+		StopGrace:      cfg.stopGrace,
+		Logger:         log,
+	}
 }
 
 // sweep ends what a crashed server left behind: worktrees, Cline processes and containers.
