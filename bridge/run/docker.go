@@ -63,12 +63,12 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Mounts = append(mounts, sandbox.Mount{Source: cp.Dir, Target: cp.Dir,
 		Return: sandbox.Return{Files: []string{filepath.ToSlash(strings.TrimPrefix(cp.SettingsPath, cp.Dir+string(filepath.Separator)))}}})
 	if k.engine.sessions() && k.sessData != "" {
-		// The session's CLI data outlives this call's copy (session.go).
-		sess := filepath.Join(k.sessData, "sessions")
-		if err := os.MkdirAll(sess, 0o700); err != nil {
-			return cleanup, fmt.Errorf("the session's data dir: %w", err)
+		ms, err := sessionMounts(k.sessData, cp.Dir)
+		if err != nil {
+			return cleanup, err
 		}
-		spec.Mounts = append(spec.Mounts, sandbox.Mount{Source: sess, Target: filepath.Join(cp.Dir, "sessions"), Return: sandbox.Return{Tree: true}})
+		spec.Mounts = append(spec.Mounts, ms...)
+		extra["CLINE_DATA_DIR"] = k.sessData
 	}
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = k.r.cfg.DockerCline
@@ -79,6 +79,22 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
 	spec.Egress = k.providerEndpoints(cp.SettingsPath, cp.Target, a)
 	return cleanup, nil
+}
+
+// sessionMounts make a container session's own data dir (session.go) the CLI's data dir: the CLI
+// records its sessions there by absolute path, so the path must be the same in every container of
+// the session. The call's settings copy is mounted over its settings/ (the CLI reads providers.json
+// there; the merge-back reads the copy as for any container). What the container writes in the
+// data dir is only ever mounted into the session's next container and read by the host for usage,
+// through os.Root.
+func sessionMounts(data, copyDir string) ([]sandbox.Mount, error) {
+	if err := os.MkdirAll(filepath.Join(data, "settings"), 0o700); err != nil {
+		return nil, fmt.Errorf("the session's data dir: %w", err)
+	}
+	return []sandbox.Mount{
+		{Source: data, Target: data, Return: sandbox.Return{Tree: true}},
+		{Source: filepath.Join(copyDir, "settings"), Target: filepath.Join(data, "settings")},
+	}, nil
 }
 
 // freshToken makes the OAuth access token of the run's provider outlive the run's time limit

@@ -21,9 +21,11 @@ import (
 // and its result carries the id. A session belongs to one tool, isolation and checkout: a call that
 // continues it gets the same ones (the record's), and asking for others is an error, never a
 // silent switch. On the host the CLI keeps the history in the user's data dir; a container's data
-// dir is a private copy per call, so a container session keeps its CLI data in a host directory of
-// its own (DataDir) mounted as the copy's sessions/ — written by the container, so only ever
-// mounted into the next container and read by the host through bridge/acp's os.Root (usage).
+// dir is a private copy per call, so a container session has a host directory of its own
+// (DataDir) as the CLI's data dir, at the same path in each of its containers, with the call's
+// settings copy mounted over its settings/ (docker.go, sessionMounts) — written by the container,
+// so only ever mounted into the next container and read by the host through bridge/acp's os.Root
+// (usage).
 // ask_cline_workspace keeps its worktree for the session's life in this process (leases); after a
 // restart a continued session gets a new worktree of HEAD, with a warning when the commit moved.
 // Expire ends idle sessions and releases what they held.
