@@ -29,6 +29,7 @@ func TestToolsAdvertised(t *testing.T) {
 		"apply_cline_edits":   {false, true},
 		"ask_cline_workspace": {true, false},
 		"cline_sessions":      {true, false},
+		"cline_job":           {false, false},
 	}
 	if len(list.Tools) != len(want) {
 		t.Fatalf("got %d tools, want %d", len(list.Tools), len(want))
@@ -47,7 +48,7 @@ func TestToolsAdvertised(t *testing.T) {
 		if *a.ReadOnlyHint != w.readOnly || *a.DestructiveHint != w.destructive {
 			t.Errorf("%s: got readOnly=%v destructive=%v, want %v/%v", tool.Name, *a.ReadOnlyHint, *a.DestructiveHint, w.readOnly, w.destructive)
 		}
-		if tool.Name == "cline_sessions" {
+		if tool.Name == "cline_sessions" || tool.Name == "cline_job" {
 			continue // not a run tool: no prompt, cwd or run options
 		}
 		b, _ := json.Marshal(tool)
@@ -92,6 +93,7 @@ func TestInvalidArgumentsNeverSpawn(t *testing.T) {
 		{"session id path", "ask_cline", map[string]any{"prompt": "hi there", "sessionId": "../../etc/x"}, "sessionId"},
 		{"session with json", "ask_cline", map[string]any{"prompt": "hi there", "sessionId": "s1", "protocol": "json"}, "protocol"},
 		{"bad protocol", "ask_cline", map[string]any{"prompt": "hi there", "protocol": "grpc"}, "protocol"},
+		{"background not bool", "ask_cline", map[string]any{"prompt": "hi there", "background": "yes"}, "background"},
 		{"reserved top", "ask_cline", map[string]any{"prompt": "hi there", "__proto__": map[string]any{}}, "__proto__"},
 		{"reserved nested", "ask_cline", map[string]any{"prompt": "hi there", "model": "x", "constructor": "y"}, "constructor"},
 		{"cwd missing dir", "ask_cline", map[string]any{"prompt": "hi there", "cwd": filepath.Join(e.root, "nope")}, "cwd"},

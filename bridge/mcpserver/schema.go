@@ -40,6 +40,7 @@ type arguments struct {
 	Isolation      sandbox.Isolation `json:"isolation,omitempty" jsonschema:"Ask for stronger isolation than the server's floor: docker runs Cline in a hardened container."`
 	SessionID      string            `json:"sessionId,omitempty" jsonschema:"Continue the conversation of an earlier result's sessionId: Cline sees the earlier turns; the same tool, cwd and isolation (leave them out or give the same)."`
 	Protocol       run.Protocol      `json:"protocol,omitempty" jsonschema:"How the server speaks to Cline for this call: acp (a conversation whose result carries a sessionId) or json (one-shot); default the server's --cline-protocol."`
+	Background     bool              `json:"background,omitempty" jsonschema:"Run as a background job: the call returns a jobId at once; read progress and the result with cline_job. Without timeoutSeconds the job's own limits apply (far longer than 300 s)."`
 }
 
 // output is the structuredContent of every result, success and failure alike (the TypeScript SDK
@@ -77,6 +78,17 @@ type output struct {
 	SessionID         string          `json:"sessionId,omitempty"`
 	Turn              int             `json:"turn,omitempty"`
 	RejectedToolCalls []run.Rejection `json:"rejectedToolCalls,omitempty"`
+
+	// Truncated is set by the MCP layer when the answer or the diff was cut to fit
+	// --result-max-chars: the whole result is kept as a job, read in pages with cline_job.
+	Truncated *truncation `json:"truncated,omitempty"`
+}
+
+// truncation says where the rest of a cut result is.
+type truncation struct {
+	JobID      string `json:"jobId"`
+	Pages      int    `json:"pages"`
+	TotalChars int    `json:"totalChars"`
 }
 
 // enumTypes gives the Go types whose values are a closed set their enum, from the Go constants.

@@ -265,8 +265,15 @@ func TestSchemaAgreementOutput(t *testing.T) {
 			}
 			closed := compile(t, mustJSON(closedSchema))
 			seen := map[string]bool{}
+			docs := []object{}
 			for _, r := range results {
-				b, err := json.Marshal(structured(tool, r))
+				docs = append(docs, structured(tool, r))
+			}
+			// The MCP layer's own member: a result cut to --result-max-chars (jobs.go, fit).
+			docs = append(docs, append(structured(tool, results[0]), member{"truncated", &truncation{JobID: "0123456789abcdef0123456789abcdef", Pages: 3, TotalChars: 150000}}))
+			for i, o := range docs {
+				r := results[min(i, len(results)-1)]
+				b, err := json.Marshal(o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -320,7 +327,7 @@ func TestSchemaAgreementOutput(t *testing.T) {
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[output]()) {
 		outKeys[jsonName(f)] = true
 	}
-	used := map[string]bool{}
+	used := map[string]bool{"truncated": true} // the MCP layer's own (paging), not a run.Result field
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[run.Result]()) {
 		keys, ok := resultKeys[f.Name]
 		if !ok {

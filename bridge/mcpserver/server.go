@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cline-mcp/cline-mcp/bridge/jobs"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -46,7 +47,17 @@ type Options struct {
 	Logger *slog.Logger
 	// Sessions, when set, adds the cline_sessions tool (the ACP engine's conversations).
 	Sessions SessionLister
+	// Jobs, when set, lets a run tool run in the background ("background": true) and adds
+	// cline_job; it also keeps results cut to ResultMaxChars (0: DefaultResultMaxChars) for
+	// paging.
+	Jobs           *jobs.Store
+	ResultMaxChars int
 }
+
+// DefaultResultMaxChars is how many characters of answer and diff a result carries at most: about
+// 15k tokens, well under Claude Code's cap of about 25k tokens per tool result, with room for
+// the rest of the result.
+const DefaultResultMaxChars = 60000
 
 // Server is the stdio MCP server.
 type Server struct {
@@ -55,6 +66,16 @@ type Server struct {
 	val  validator
 	// wire is the stdio session's ordered writer; set by Serve before the first request.
 	wire atomic.Pointer[wire]
+	// serveCtx is Serve's ctx: background jobs end with it.
+	serveCtx atomic.Pointer[context.Context]
+}
+
+// life is the context background jobs live in: Serve's, or Background before Serve.
+func (s *Server) life() context.Context {
+	if c := s.serveCtx.Load(); c != nil {
+		return *c
+	}
+	return context.Background()
 }
 
 // New registers the three tools.
@@ -80,9 +101,15 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if opts.ResultMaxChars <= 0 {
+		opts.ResultMaxChars = DefaultResultMaxChars
+	}
 	s := &Server{
 		opts: opts,
 		val:  validator{goos: opts.GOOS, floor: opts.Floor, wd: os.Getwd},
+	}
+	if opts.Jobs != nil {
+		s.val.jobSeconds = int(opts.Jobs.Limit().Seconds())
 	}
 	hooks := &server.Hooks{}
 	// A request the client cancelled while it waited in mcp-go's queue never starts: mcp-go
@@ -107,6 +134,9 @@ func New(opts Options) *Server {
 	if opts.Sessions != nil {
 		s.addSessionsTool()
 	}
+	if opts.Jobs != nil {
+		s.addJobTool()
+	}
 	return s
 }
 
@@ -124,6 +154,7 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		return errors.New("mcpserver: Serve called twice")
 	}
 	defer w.close() // after Listen returned: every handler has returned and written
+	s.serveCtx.Store(&ctx)
 	std := server.NewStdioServer(s.mcp)
 	std.SetErrorLogger(log.New(slogWriter{s.opts.Logger}, "", 0))
 	server.WithWorkerPoolSize(100)(std)
@@ -138,6 +169,10 @@ func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 		if err != nil {
 			log.Info("rejected call", "reason", err.Error())
 			return toolResult(tool, run.Result{Kind: "launch_failed", Message: "invalid arguments: " + err.Error()}), nil
+		}
+		if args, _ := req.Params.Arguments.(map[string]any); args["background"] == true {
+			log.Info("background job started")
+			return s.startJob(tool, call), nil
 		}
 		var token mcp.ProgressToken
 		if req.Params.Meta != nil {
@@ -158,7 +193,12 @@ func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 			attrs = append(attrs, "message", res.Message)
 		}
 		log.Info("call finished", attrs...)
-		return toolResult(tool, res), nil
+		res, cut := s.fit(tool, res)
+		answer := toolResult(tool, res)
+		if cut != nil {
+			answer.StructuredContent = append(answer.StructuredContent.(object), member{"truncated", cut})
+		}
+		return answer, nil
 	}
 }
 

@@ -45,6 +45,9 @@ type validator struct {
 	goos  string            // injectable so Windows limits are testable on Linux
 	floor sandbox.Isolation // the server's isolation floor
 	wd    func() (string, error)
+	// jobSeconds is a background call's attempt limit when it gives no timeoutSeconds (the
+	// job's overall limit); 0: background calls are refused (no job store).
+	jobSeconds int
 }
 
 func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
@@ -79,6 +82,9 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 		return call, err
 	}
 	if err := v.session(args, &call); err != nil {
+		return call, err
+	}
+	if err := v.background(args, &call); err != nil {
 		return call, err
 	}
 	if call.SessionID != "" && !present(args, "cwd") {
@@ -168,6 +174,26 @@ func (v validator) options(args map[string]any, call *run.Call) error {
 		call.Isolation = parsed
 	}
 
+	return nil
+}
+
+// background checks background; a background call without timeoutSeconds gets the job's limit
+// as its attempts' limit (the job's idle limit still ends a silent run).
+func (v validator) background(args map[string]any, call *run.Call) error {
+	b, given := args["background"]
+	if !given {
+		return nil
+	}
+	on, ok := b.(bool)
+	if !ok {
+		return invalid("background must be a boolean (got %s)", describe(b))
+	}
+	if on && v.jobSeconds == 0 {
+		return invalid("background is not available: this server keeps no jobs")
+	}
+	if on && !present(args, "timeoutSeconds") {
+		call.TimeoutSeconds = v.jobSeconds
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/bridge/mcpserver"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"io"
 	"log/slog"
@@ -27,6 +28,11 @@ type config struct {
 	sessionsDir    string
 	sessionIdle    time.Duration
 	warmAgents     int
+	jobsDir        string
+	jobMax         time.Duration
+	jobIdle        time.Duration
+	jobKeep        time.Duration
+	resultMax      int
 	warmIdle       time.Duration
 
 	dockerHost    string
@@ -76,6 +82,11 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.sessionIdle, "session-idle", sessions.DefaultIdle, "how long a conversation without a turn can still be continued")
 	fs.IntVar(&c.warmAgents, "warm-agents", 2, "with the acp protocol, how many Cline processes of host calls are kept running for later calls in the same directory (0: none)")
 	fs.DurationVar(&c.warmIdle, "warm-idle", 5*time.Minute, "how long an unused warm Cline process is kept")
+	fs.StringVar(&c.jobsDir, "jobs-dir", "", "where background jobs and long results are kept (default: <user cache dir>/cline-mcp/jobs)")
+	fs.DurationVar(&c.jobMax, "job-max", time.Hour, "longest a background job may run")
+	fs.DurationVar(&c.jobIdle, "job-idle", 10*time.Minute, "a background job whose run reports nothing for this long is stopped")
+	fs.DurationVar(&c.jobKeep, "job-keep", 7*24*time.Hour, "how long a finished job's result is kept")
+	fs.IntVar(&c.resultMax, "result-max-chars", mcpserver.DefaultResultMaxChars, "most characters of answer and diff one result carries; a longer result is cut and kept for cline_job's pages")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
@@ -182,6 +193,12 @@ func (c *config) validate() error {
 	}
 	if c.poolIdle < time.Second || c.poolIdle > 24*time.Hour {
 		return fmt.Errorf("--workspace-pool-idle must be between 1s and 24h")
+	}
+	if c.jobMax < time.Minute || c.jobMax > 7*24*time.Hour || c.jobIdle < 10*time.Second || c.jobIdle > c.jobMax {
+		return fmt.Errorf("--job-max must be between 1m and 168h, and --job-idle between 10s and --job-max")
+	}
+	if c.jobKeep < time.Minute || c.resultMax < 1000 {
+		return fmt.Errorf("--job-keep must be at least 1m and --result-max-chars at least 1000")
 	}
 	if c.warmAgents < 0 || c.warmAgents > 16 {
 		return fmt.Errorf("--warm-agents must be between 0 and 16")

@@ -22,6 +22,7 @@ var flagGroups = []flagGroup{
 	{"Egress of Docker runs", []string{"docker-egress", "docker-network", "egress-allow", "docker-egress-image"}},
 	{"Workspace and worktree pool", []string{"worktree-root", "workspace-pool", "workspace-pool-idle"}},
 	{"Sessions and warm agents (acp protocol)", []string{"sessions-dir", "session-idle", "warm-agents", "warm-idle"}},
+	{"Background jobs and long results", []string{"jobs-dir", "job-max", "job-idle", "job-keep", "result-max-chars"}},
 	{"Limits", []string{"max-concurrent"}},
 	{"Logging", []string{"log-level", "log-file"}},
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/afero"
 
+	"github.com/cline-mcp/cline-mcp/bridge/jobs"
 	"github.com/cline-mcp/cline-mcp/bridge/mcpserver"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
@@ -39,6 +40,11 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 		log.Error("cannot start", "err", err)
 		return 1
 	}
+	jobStore, err := jobStore(cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
 	runner, cleanup, err := buildRunner(ctx, cfg, log, store)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -52,9 +58,16 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 		Logger:    log,
 		Heartbeat: cfg.heartbeat,
 		Sessions:  store,
+		Jobs:      jobStore,
+
+		ResultMaxChars: cfg.resultMax,
 	})
 	log.Info("serving MCP on stdio", "version", currentVersion(), "isolation", cfg.isolation, "pid", os.Getpid())
 	err = srv.Serve(ctx, stdin, stdout)
+	// Background jobs end with the session: cancelled, after their runs' cleanup.
+	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	jobStore.Stop(stopCtx)
+	stopCancel()
 	if err != nil && ctx.Err() == nil {
 		log.Error("stdio session ended", "err", err)
 		return 1
@@ -188,6 +201,31 @@ func sessionStore(cfg *config) (*sessions.Store, error) {
 	}
 	dir, _ = filepath.Abs(dir)
 	return &sessions.Store{Dir: dir, Idle: cfg.sessionIdle}, nil
+}
+
+// jobStore is the job store of --jobs-dir (default <user cache dir>/cline-mcp/jobs); it marks the
+// jobs of servers that died failed and removes expired ones.
+func jobStore(cfg *config, log *slog.Logger) (*jobs.Store, error) {
+	dir := cfg.jobsDir
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return nil, fmt.Errorf("no directory for jobs (pass --jobs-dir): %w", err)
+		}
+		dir = filepath.Join(cache, "cline-mcp", "jobs")
+	}
+	dir, _ = filepath.Abs(dir)
+	hostname, _ := os.Hostname()
+	s := &jobs.Store{Dir: dir, Owner: docker.InstanceID(), MaxRun: cfg.jobMax, Idle: cfg.jobIdle, Keep: cfg.jobKeep,
+		Dead: func(owner string) bool { return proc.DeadOnHost(owner, hostname) }}
+	marked, removed, bad := s.Recover(time.Now())
+	if marked > 0 || removed > 0 {
+		log.Info("jobs of servers that stopped marked failed, expired jobs removed", "failed", marked, "removed", removed)
+	}
+	for _, b := range bad {
+		log.Warn("unreadable job record skipped", "err", b)
+	}
+	return s, nil
 }
 
 // expireSessions ends idle sessions now and every minute until the returned stop is called.
