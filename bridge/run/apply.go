@@ -9,7 +9,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
 // checkoutSpace is apply_cline_edits': evidence before, the run in the user's checkout (retried
@@ -24,13 +24,13 @@ import (
 type checkoutSpace struct {
 	git    Git
 	cwd    string
-	before *worktree.Evidence
+	before *git.Evidence
 }
 
 func (w *checkoutSpace) prepare(ctx context.Context, res *Result) (string, []string, *failure) {
 	before, err := w.git.Evidence(ctx, w.cwd)
 	if err != nil {
-		if errors.Is(err, worktree.ErrNotGit) {
+		if errors.Is(err, git.ErrNotGit) {
 			return "", nil, &failure{cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git work tree; apply_cline_edits needs a git checkout so it can return the diff and forbid commits", w.cwd)}
 		}
 		return "", nil, &failure{cline.KindEditsInspectionFailed, "could not record the checkout's state before the run, so Cline was not started: " + err.Error()}
@@ -40,7 +40,7 @@ func (w *checkoutSpace) prepare(ctx context.Context, res *Result) (string, []str
 	return w.cwd, before.Warnings, nil
 }
 
-func (w *checkoutSpace) record() *worktree.Repo {
+func (w *checkoutSpace) record() *git.Repo {
 	if w.before == nil {
 		return nil
 	}
@@ -48,7 +48,7 @@ func (w *checkoutSpace) record() *worktree.Repo {
 }
 
 func (w *checkoutSpace) mounts(context.Context) ([]sandbox.Mount, error) {
-	return layoutMounts(ApplyClineEdits, w.record(), w.cwd)
+	return git.Mounts(git.Checkout, w.record(), w.cwd)
 }
 
 func (w *checkoutSpace) retry(ctx context.Context, a attempt) string {
@@ -59,7 +59,7 @@ func (w *checkoutSpace) retry(ctx context.Context, a attempt) string {
 	if err != nil {
 		return "the checkout could not be inspected after the first attempt: " + err.Error()
 	}
-	if now.Incomplete || worktree.CheckoutMayChange(*w.before, now) {
+	if now.Incomplete || git.CheckoutMayChange(*w.before, now) {
 		return "the checkout changed during the first attempt"
 	}
 	return ""
@@ -71,7 +71,7 @@ func (w *checkoutSpace) finish(ctx context.Context, res Result, _ bool) Result {
 	res.Git = report
 	res.HeadBefore = before.Head
 	after, err := w.git.Inspect(ctx, before)
-	var change worktree.Change
+	var change git.Change
 	if err == nil {
 		change, err = w.git.Compare(ctx, before, after)
 	}
@@ -97,7 +97,7 @@ func (w *checkoutSpace) finish(ctx context.Context, res Result, _ bool) Result {
 	return res
 }
 
-func fillGit(res *Result, report *GitReport, c worktree.Change) {
+func fillGit(res *Result, report *GitReport, c git.Change) {
 	diff := c.Diff
 	res.Diff = &diff
 	res.DiffTruncated = c.Truncated
@@ -130,7 +130,7 @@ func fillGit(res *Result, report *GitReport, c worktree.Change) {
 	report.UndoHint = strings.Join(c.Undo, "; ")
 }
 
-func commitMessage(c worktree.Change, answer string) string {
+func commitMessage(c git.Change, answer string) string {
 	var b strings.Builder
 	b.WriteString("Cline changed the repository's history, which apply_cline_edits forbids.")
 	if c.HeadMoved {

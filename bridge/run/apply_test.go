@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
 // TestApplyEvidenceOrder: apply_cline_edits records the checkout before anything runs, and
 // inspects and compares it after the run (and after the settings are released), on every path;
 // what the comparison finds decides the result.
 func TestApplyEvidenceOrder(t *testing.T) {
-	committed := worktree.Change{HeadBefore: "1111111", HeadAfter: "2222222", HeadMoved: true, CommitCreated: true,
-		Refs: []worktree.RefChange{{Name: "refs/heads/main", Old: "1111111", New: "2222222"}, {Name: "refs/tags/v1", New: "3333333"}},
+	committed := git.Change{HeadBefore: "1111111", HeadAfter: "2222222", HeadMoved: true, CommitCreated: true,
+		Refs: []git.RefChange{{Name: "refs/heads/main", Old: "1111111", New: "2222222"}, {Name: "refs/tags/v1", New: "3333333"}},
 		Undo: []string{"git reset --soft 1111111"}}
 	cases := []struct {
 		name    string
@@ -43,7 +43,7 @@ func TestApplyEvidenceOrder(t *testing.T) {
 					t.Errorf("git report %+v", res.Git)
 				}
 			}},
-		{name: "not a git checkout", setup: func(h *harness) { h.git.evidenceErr = fmt.Errorf("x: %w", worktree.ErrNotGit) },
+		{name: "not a git checkout", setup: func(h *harness) { h.git.evidenceErr = fmt.Errorf("x: %w", git.ErrNotGit) },
 			steps: func(t *testing.T) []step { return nil }, want: result{kind: "workspace_not_git"},
 			events: []string{"git.Evidence"}, message: []string{"is not inside a git work tree"}},
 		{name: "evidence before fails: nothing runs", setup: func(h *harness) { h.git.evidenceErr = errors.New("index locked") },
@@ -72,9 +72,9 @@ func TestApplyEvidenceOrder(t *testing.T) {
 			}},
 		{name: "inspect after fails: no compare", steps: func(t *testing.T) []step { return []step{pong(t)} },
 			setup: func(h *harness) {
-				h.git.inspect = []func(context.Context) (worktree.Evidence, error){
-					func(context.Context) (worktree.Evidence, error) {
-						return worktree.Evidence{}, errors.New("snapshot failed")
+				h.git.inspect = []func(context.Context) (git.Evidence, error){
+					func(context.Context) (git.Evidence, error) {
+						return git.Evidence{}, errors.New("snapshot failed")
 					}}
 			},
 			want:    result{kind: "edits_inspection_failed", attempts: 1, isolation: []sandbox.Isolation{host}},
@@ -130,16 +130,16 @@ func TestApplyEvidenceOrder(t *testing.T) {
 // TestApplyRetryGuard: a retryable first attempt of apply_cline_edits is retried only when it
 // provably changed nothing: no tool call, the checkout inspected and unchanged.
 func TestApplyRetryGuard(t *testing.T) {
-	changed := func(context.Context) (worktree.Evidence, error) {
-		return worktree.Evidence{Head: "1111111", Ref: "refs/heads/main", Tree: "tree-after", Index: "index"}, nil
+	changed := func(context.Context) (git.Evidence, error) {
+		return git.Evidence{Head: "1111111", Ref: "refs/heads/main", Tree: "tree-after", Index: "index"}, nil
 	}
-	incomplete := func(context.Context) (worktree.Evidence, error) {
-		return worktree.Evidence{Head: "1111111", Ref: "refs/heads/main", Tree: "tree-before", Index: "index", Incomplete: true}, nil
+	incomplete := func(context.Context) (git.Evidence, error) {
+		return git.Evidence{Head: "1111111", Ref: "refs/heads/main", Tree: "tree-before", Index: "index", Incomplete: true}, nil
 	}
-	broken := func(context.Context) (worktree.Evidence, error) {
-		return worktree.Evidence{}, errors.New("git crashed")
+	broken := func(context.Context) (git.Evidence, error) {
+		return git.Evidence{}, errors.New("git crashed")
 	}
-	type inspectFn = func(context.Context) (worktree.Evidence, error)
+	type inspectFn = func(context.Context) (git.Evidence, error)
 	cases := []struct {
 		name    string
 		steps   func(t *testing.T) []step
@@ -181,7 +181,7 @@ func TestApplyRetryGuard(t *testing.T) {
 				for _, f := range tc.inspect {
 					if f == nil { // the epilogue's inspection: the checkout as before
 						before := h.git.before
-						f = func(context.Context) (worktree.Evidence, error) { return before, nil }
+						f = func(context.Context) (git.Evidence, error) { return before, nil }
 					}
 					h.git.inspect = append(h.git.inspect, f)
 				}

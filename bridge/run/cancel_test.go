@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
 // TestCancelBeforeStart: a call whose context already ended touches nothing.
@@ -131,7 +131,7 @@ func TestCancelDuringEpilogue(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	before := h.git.before
-	h.git.inspect = []func(context.Context) (worktree.Evidence, error){func(context.Context) (worktree.Evidence, error) {
+	h.git.inspect = []func(context.Context) (git.Evidence, error){func(context.Context) (git.Evidence, error) {
 		cancel()
 		return before, nil
 	}}

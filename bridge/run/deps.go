@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // The Runner's dependencies, declared where they are used so the runner's decisions can be
-// exercised in-process with fakes. Production wires *settings.Store and *worktree.Git as they are,
+// exercised in-process with fakes. Production wires *settings.Store and *git.Git as they are,
 // and *worktree.Manager through ManagedWorktrees (its Acquire returns a *worktree.Worktree, which
 // the adapter hands out as a Worktree without changing what it does).
 
@@ -40,13 +41,13 @@ type Settings interface {
 	Discard(c *settings.Copy) error
 }
 
-// Git is the host-side git of apply_cline_edits and of the container mounts (worktree.Git).
+// Git is the host-side git of apply_cline_edits and of the container mounts (git.Git).
 type Git interface {
-	Evidence(ctx context.Context, dir string) (worktree.Evidence, error)
-	Inspect(ctx context.Context, before worktree.Evidence) (worktree.Evidence, error)
-	Compare(ctx context.Context, before, after worktree.Evidence) (worktree.Change, error)
+	Evidence(ctx context.Context, dir string) (git.Evidence, error)
+	Inspect(ctx context.Context, before git.Evidence) (git.Evidence, error)
+	Compare(ctx context.Context, before, after git.Evidence) (git.Change, error)
 	TopLevel(ctx context.Context, dir string) (string, error)
-	Open(ctx context.Context, dir string) (worktree.Repo, error)
+	Open(ctx context.Context, dir string) (git.Repo, error)
 }
 
 // Worktrees hands out the disposable worktrees of ask_cline_workspace (worktree.Manager).
@@ -58,7 +59,7 @@ type Worktrees interface {
 type Worktree interface {
 	Info() WorktreeInfo
 	// Touched lists the files the run changed in it (worktree.Manager.Touched).
-	Touched(ctx context.Context) ([]worktree.FileChange, error)
+	Touched(ctx context.Context) ([]git.FileChange, error)
 	// Release removes it or gives it back to the pool; it runs to completion on a cancelled ctx.
 	Release(ctx context.Context) (worktree.Released, error)
 }
@@ -67,14 +68,14 @@ type Worktree interface {
 type WorktreeInfo struct {
 	Path      string
 	Commit    string
-	Repo      worktree.Repo
+	Repo      git.Repo
 	Reused    bool
 	Discarded []error
 	Cleaned   []worktree.Finding
 }
 
 var (
-	_ Git       = (*worktree.Git)(nil)
+	_ Git       = (*git.Git)(nil)
 	_ Settings  = (*settings.Store)(nil)
 	_ Worktrees = managedWorktrees{}
 	_ Worktree  = managedWorktree{}
@@ -107,7 +108,7 @@ func (w managedWorktree) Info() WorktreeInfo {
 	return WorktreeInfo{Path: w.wt.Path, Commit: w.wt.Commit, Repo: w.wt.Repo, Reused: w.wt.Reused, Discarded: w.wt.Discarded, Cleaned: w.wt.Cleaned}
 }
 
-func (w managedWorktree) Touched(ctx context.Context) ([]worktree.FileChange, error) {
+func (w managedWorktree) Touched(ctx context.Context) ([]git.FileChange, error) {
 	return w.m.Touched(ctx, w.wt)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/afero"
 
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -88,7 +89,7 @@ func TestManagedWorktreesAdapter(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	m := &worktree.Manager{Git: &worktree.Git{}, Root: filepath.Join(t.TempDir(), "worktrees")}
+	m := &worktree.Manager{Git: &git.Git{}, Root: filepath.Join(t.TempDir(), "worktrees")}
 	wts := ManagedWorktrees(m)
 	wt, err := wts.Acquire(t.Context(), repo)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // containerHome is the tmpfs HOME inside the container; nothing of the user's home is mounted.
@@ -113,49 +112,4 @@ func (k *call) freshToken(ctx context.Context, a *attempt) error {
 		k.progress(fmt.Sprintf("refreshed the OAuth token of %s on the host for the container", f.Refreshed))
 	}
 	return err
-}
-
-// layoutMounts are the workspace of each tool at the same absolute paths as on the host, from the
-// layout recorded before the first attempt (never rediscovered after one):
-//   - ask_cline: the cwd (its repository when it is in one, for git history) read-only;
-//   - apply_cline_edits: the checkout read-write, its .git and git dirs read-only (no commits,
-//     no config, hooks or pointers the host could later trip over);
-//   - ask_cline_workspace: the worktree read-write, its .git file and the repository's git dir
-//     (which holds the worktree's own git dir) read-only: git inside the container can read,
-//     the run cannot redirect the worktree's .git, gitdir or commondir pointers.
-func layoutMounts(tool Tool, lay *worktree.Repo, dir string) ([]sandbox.Mount, error) {
-	if lay == nil {
-		if tool == AskCline {
-			return []sandbox.Mount{{Source: dir, Target: dir, ReadOnly: true}}, nil
-		}
-		return nil, notRecorded(dir)
-	}
-	dotgit := filepath.Join(lay.Top, ".git")
-	switch tool {
-	case AskCline:
-		ms := []sandbox.Mount{{Source: lay.Top, Target: lay.Top, ReadOnly: true}}
-		if !within(lay.CommonDir, lay.Top) {
-			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
-		}
-		return ms, nil
-	default: // apply_cline_edits and ask_cline_workspace
-		top := sandbox.Mount{Source: lay.Top, Target: lay.Top}
-		if tool == ApplyClineEdits {
-			// An engine that copies instead of sharing brings the checkout's changes back.
-			top.Return = sandbox.Return{Tree: true}
-		}
-		ms := []sandbox.Mount{top, {Source: dotgit, Target: dotgit, ReadOnly: true}}
-		if !within(lay.CommonDir, dotgit) {
-			ms = append(ms, sandbox.Mount{Source: lay.CommonDir, Target: lay.CommonDir, ReadOnly: true})
-		}
-		if lay.GitDir != lay.CommonDir && !within(lay.GitDir, dotgit) && !within(lay.GitDir, lay.CommonDir) {
-			ms = append(ms, sandbox.Mount{Source: lay.GitDir, Target: lay.GitDir, ReadOnly: true})
-		}
-		return ms, nil
-	}
-}
-
-func within(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (len(rel) < 3 || rel[:3] != "../")
 }

@@ -1,49 +1,12 @@
 package run
 
 import (
-	"reflect"
 	"testing"
-
-	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
-// TestMountsFromTheRecord: the container's mounts come from the layout recorded before the run,
-// and nothing that steers the host's git — a .git file, a git dir, the pointers in it — is ever
-// writable in the container.
-func TestMountsFromTheRecord(t *testing.T) {
-	main := worktree.Repo{Top: "/src/app", GitDir: "/src/app/.git", CommonDir: "/src/app/.git"}
-	linked := worktree.Repo{Top: "/src/feature", GitDir: "/src/app/.git/worktrees/feature", CommonDir: "/src/app/.git"}
-	ours := worktree.Repo{Top: "/tmp/wts/x-0123/wt", GitDir: "/src/app/.git/worktrees/wt", CommonDir: "/src/app/.git"}
-	rw := func(p string) sandbox.Mount { return sandbox.Mount{Source: p, Target: p} }
-	ro := func(p string) sandbox.Mount { return sandbox.Mount{Source: p, Target: p, ReadOnly: true} }
-	// back: writable, and an engine that copies brings the run's changes back (apply only).
-	back := func(p string) sandbox.Mount {
-		return sandbox.Mount{Source: p, Target: p, Return: sandbox.Return{Tree: true}}
-	}
-	tests := []struct {
-		name string
-		tool Tool
-		repo worktree.Repo
-		want []sandbox.Mount
-	}{
-		{"apply in a main checkout", ApplyClineEdits, main, []sandbox.Mount{back("/src/app"), ro("/src/app/.git")}},
-		{"apply in a linked worktree", ApplyClineEdits, linked, []sandbox.Mount{back("/src/feature"), ro("/src/feature/.git"), ro("/src/app/.git")}},
-		{"workspace", AskClineWorkspace, ours, []sandbox.Mount{rw("/tmp/wts/x-0123/wt"), ro("/tmp/wts/x-0123/wt/.git"), ro("/src/app/.git")}},
-		{"ask in a repository", AskCline, main, []sandbox.Mount{ro("/src/app")}},
-		{"ask in a linked worktree", AskCline, linked, []sandbox.Mount{ro("/src/feature"), ro("/src/app/.git")}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := layoutMounts(tt.tool, &tt.repo, tt.repo.Top)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got mounts\n%+v\nwant\n%+v", got, tt.want)
-			}
-		})
-	}
+// TestWorkspaceMountsNeedARecord: a workspace that may write has no mounts before it recorded its
+// repository (git.Mounts' own table is in sandbox/git).
+func TestWorkspaceMountsNeedARecord(t *testing.T) {
 	if _, err := (&checkoutSpace{cwd: "/src/app"}).mounts(t.Context()); err == nil {
 		t.Errorf("apply without a recorded layout: got mounts, want an error (never rediscover after a run)")
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -182,11 +183,11 @@ func (s *fakeSettings) open() (copies, holds int) {
 
 type fakeGit struct {
 	ev          *events
-	before      worktree.Evidence
+	before      git.Evidence
 	evidenceErr error
 	// inspect answers each Inspect in turn (the last one repeats); nil: the evidence before.
-	inspect []func(ctx context.Context) (worktree.Evidence, error)
-	change  worktree.Change
+	inspect []func(ctx context.Context) (git.Evidence, error)
+	change  git.Change
 	// compareErr fails Compare; compareCtx records whether Compare's ctx was still live.
 	compareErr error
 	top        string
@@ -197,12 +198,12 @@ type fakeGit struct {
 	compareAlive bool
 }
 
-func (g *fakeGit) Evidence(ctx context.Context, dir string) (worktree.Evidence, error) {
+func (g *fakeGit) Evidence(ctx context.Context, dir string) (git.Evidence, error) {
 	g.ev.add("git.Evidence")
 	return g.before, g.evidenceErr
 }
 
-func (g *fakeGit) Inspect(ctx context.Context, before worktree.Evidence) (worktree.Evidence, error) {
+func (g *fakeGit) Inspect(ctx context.Context, before git.Evidence) (git.Evidence, error) {
 	g.ev.add("git.Inspect")
 	g.mu.Lock()
 	n := g.inspections
@@ -214,7 +215,7 @@ func (g *fakeGit) Inspect(ctx context.Context, before worktree.Evidence) (worktr
 	return g.inspect[min(n, len(g.inspect)-1)](ctx)
 }
 
-func (g *fakeGit) Compare(ctx context.Context, before, after worktree.Evidence) (worktree.Change, error) {
+func (g *fakeGit) Compare(ctx context.Context, before, after git.Evidence) (git.Change, error) {
 	g.ev.add("git.Compare")
 	g.mu.Lock()
 	g.compareAlive = ctx.Err() == nil
@@ -230,9 +231,9 @@ func (g *fakeGit) TopLevel(ctx context.Context, dir string) (string, error) {
 	return g.top, nil
 }
 
-func (g *fakeGit) Open(ctx context.Context, dir string) (worktree.Repo, error) {
+func (g *fakeGit) Open(ctx context.Context, dir string) (git.Repo, error) {
 	g.ev.add("git.Open")
-	return worktree.Repo{}, fmt.Errorf("open %s: %w", dir, worktree.ErrNotGit)
+	return git.Repo{}, fmt.Errorf("open %s: %w", dir, git.ErrNotGit)
 }
 
 // --- worktrees ---
@@ -243,7 +244,7 @@ type fakeWorktrees struct {
 	acquireErr error
 	// blockAcquire makes Acquire wait for ctx to end, then fail.
 	blockAcquire bool
-	touched      []worktree.FileChange
+	touched      []git.FileChange
 	released     worktree.Released
 	releaseErr   error
 
@@ -271,7 +272,7 @@ type fakeWorktree struct{ w *fakeWorktrees }
 
 func (l *fakeWorktree) Info() WorktreeInfo { return l.w.info }
 
-func (l *fakeWorktree) Touched(ctx context.Context) ([]worktree.FileChange, error) {
+func (l *fakeWorktree) Touched(ctx context.Context) ([]git.FileChange, error) {
 	l.w.ev.add("wt.Touched")
 	return l.w.touched, nil
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
 // harness is a Runner wired to fakes: a scripted CLI behind both executors, fake settings, git
@@ -55,13 +55,13 @@ func newHarness(t *testing.T, steps ...step) *harness {
 	}
 	h.cli = &fakeCLI{t: t, ev: ev, steps: steps}
 	h.set = &fakeSettings{ev: ev, path: providers}
-	repo := worktree.Repo{Top: h.cwd, GitDir: filepath.Join(h.cwd, ".git"), CommonDir: filepath.Join(h.cwd, ".git")}
+	repo := git.Repo{Top: h.cwd, GitDir: filepath.Join(h.cwd, ".git"), CommonDir: filepath.Join(h.cwd, ".git")}
 	h.git = &fakeGit{ev: ev, top: h.cwd,
-		before: worktree.Evidence{Repo: repo, Dir: h.cwd, Head: "1111111", Ref: "refs/heads/main", Tree: "tree-before", Index: "index"},
-		change: worktree.Change{HeadBefore: "1111111", HeadAfter: "1111111", Diff: "diff --git a/hello.txt b/hello.txt\n+hello\n",
-			ChangedFiles: []worktree.FileChange{{Path: "hello.txt", Status: "A"}}}}
+		before: git.Evidence{Repo: repo, Dir: h.cwd, Head: "1111111", Ref: "refs/heads/main", Tree: "tree-before", Index: "index"},
+		change: git.Change{HeadBefore: "1111111", HeadAfter: "1111111", Diff: "diff --git a/hello.txt b/hello.txt\n+hello\n",
+			ChangedFiles: []git.FileChange{{Path: "hello.txt", Status: "A"}}}}
 	h.wts = &fakeWorktrees{ev: ev, info: WorktreeInfo{Path: wtPath, Commit: "1111111",
-		Repo: worktree.Repo{Top: wtPath, GitDir: filepath.Join(h.cwd, ".git", "worktrees", "wt"), CommonDir: filepath.Join(h.cwd, ".git")}}}
+		Repo: git.Repo{Top: wtPath, GitDir: filepath.Join(h.cwd, ".git", "worktrees", "wt"), CommonDir: filepath.Join(h.cwd, ".git")}}}
 	h.cfg = Config{
 		ClinePath: func() (string, error) { return filepath.Join(root, "bin", "cline"), nil },
 		Host:      h.cli.exec("host"),

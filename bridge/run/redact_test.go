@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
 // withSecrets puts both secrets (one from the server's environment, one from providers.json)
@@ -58,17 +58,17 @@ func TestRedaction(t *testing.T) {
 			want:  result{kind: "workspace_cleanup_failed", attempts: 1, isolation: []sandbox.Isolation{host}}},
 		{name: "changed file names", tool: ApplyClineEdits, steps: func(t *testing.T) []step { return []step{pong(t)} },
 			setup: func(h *harness) {
-				h.git.change.ChangedFiles = []worktree.FileChange{
+				h.git.change.ChangedFiles = []git.FileChange{
 					{Path: "keys/" + envSecret + ".txt", Status: "A"},
 					{Path: "b/" + providerSecret, OldPath: "a/" + envSecret, Status: "R"},
 				}
-				h.git.change.Refs = []worktree.RefChange{{Name: "refs/heads/" + envSecret, New: "abc"}}
+				h.git.change.Refs = []git.RefChange{{Name: "refs/heads/" + envSecret, New: "abc"}}
 				h.git.change.CommitCreated = true
 			},
 			want: result{kind: "commit_created", attempts: 1, isolation: []sandbox.Isolation{host}}},
 		{name: "touched file names", tool: AskClineWorkspace, iso: dock, steps: func(t *testing.T) []step { return []step{pong(t)} },
 			setup: func(h *harness) {
-				h.wts.touched = []worktree.FileChange{{Path: envSecret + "/" + providerSecret, Status: "A"}}
+				h.wts.touched = []git.FileChange{{Path: envSecret + "/" + providerSecret, Status: "A"}}
 			},
 			want: result{ok: true, attempts: 1, isolation: []sandbox.Isolation{dock}}},
 		{name: "docker answer", tool: AskCline, iso: dock, steps: func(t *testing.T) []step { return []step{withSecrets(pong(t), "PONG")} },

@@ -66,7 +66,7 @@ type Config struct {
 	Env  []string
 	Home string
 
-	// Settings is the user's providers.json (*settings.Store), Git the host-side git (*worktree.Git),
+	// Settings is the user's providers.json (*settings.Store), Git the host-side git (*git.Git),
 	// Worktrees the disposable worktrees of ask_cline_workspace (ManagedWorktrees).
 	Settings  Settings
 	Git       Git

@@ -14,6 +14,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
 // Sessions are the ACP engine's conversations. Every ACP call starts one (session/new) or
@@ -149,7 +150,7 @@ func (r *Runner) Expire(ctx context.Context) int {
 				r.log.Warn("could not release an expired session's worktree", "session", rec.ID, "err", err)
 			}
 		}
-		if rec.DataDir != "" && within(rec.DataDir, st.Dir) {
+		if rec.DataDir != "" && git.Within(rec.DataDir, st.Dir) {
 			_ = os.RemoveAll(rec.DataDir)
 		}
 	}

@@ -2,11 +2,10 @@ package run
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
-	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
 // A workspace is what one tool runs in, and the only part of a call that knows the tool's
@@ -28,7 +27,7 @@ type workspace interface {
 	prepare(ctx context.Context, res *Result) (dir string, warns []string, f *failure)
 	retry(ctx context.Context, a attempt) string
 	// record is the pre-run record of the repository the run works in (nil: none, or not yet).
-	record() *worktree.Repo
+	record() *git.Repo
 	mounts(ctx context.Context) ([]sandbox.Mount, error)
 	finish(ctx context.Context, res Result, wrote bool) Result
 }
@@ -55,7 +54,7 @@ func (r *Runner) workspaceFor(c Call) workspace {
 type cwdSpace struct {
 	git  Git
 	cwd  string
-	repo *worktree.Repo
+	repo *git.Repo
 }
 
 func (w *cwdSpace) prepare(context.Context, *Result) (string, []string, *failure) {
@@ -63,7 +62,7 @@ func (w *cwdSpace) prepare(context.Context, *Result) (string, []string, *failure
 }
 
 func (w *cwdSpace) retry(context.Context, attempt) string { return "" }
-func (w *cwdSpace) record() *worktree.Repo                { return w.repo }
+func (w *cwdSpace) record() *git.Repo                     { return w.repo }
 
 // mounts records the cwd's repository the first time a container needs it (an analysis reads it
 // and writes nothing, so there is nothing to compare afterwards).
@@ -73,12 +72,7 @@ func (w *cwdSpace) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 			w.repo = &r
 		}
 	}
-	return layoutMounts(AskCline, w.repo, w.cwd)
+	return git.Mounts(git.Analysis, w.repo, w.cwd)
 }
 
 func (w *cwdSpace) finish(_ context.Context, res Result, _ bool) Result { return res }
-
-// notRecorded is the mounts error of a workspace asked for them before prepare recorded anything.
-func notRecorded(dir string) error {
-	return fmt.Errorf("no recorded repository layout for the container mounts of %s", dir)
-}

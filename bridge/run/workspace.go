@@ -9,6 +9,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -32,7 +33,7 @@ type worktreeSpace struct {
 func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []string, *failure) {
 	top, err := w.git.TopLevel(ctx, w.cwd)
 	if err != nil {
-		if errors.Is(err, worktree.ErrNotGit) {
+		if errors.Is(err, git.ErrNotGit) {
 			return "", nil, &failure{cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository; ask_cline_workspace analyses a disposable worktree of a repository's HEAD", w.cwd)}
 		}
 		return "", nil, &failure{cline.KindWorkspaceSetupFailed, "could not inspect the repository: " + err.Error()}
@@ -46,7 +47,7 @@ func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []str
 		lease, err = w.wts.Acquire(ctx, w.cwd)
 	}
 	if err != nil {
-		if errors.Is(err, worktree.ErrNotGit) {
+		if errors.Is(err, git.ErrNotGit) {
 			return "", nil, &failure{cline.KindWorkspaceNotGit, fmt.Sprintf("cwd %s is not inside a git repository", w.cwd)}
 		}
 		if ctx.Err() != nil {
@@ -74,7 +75,7 @@ func (w *worktreeSpace) retry(context.Context, attempt) string { return "" }
 
 // record is the worktree as recorded at its creation: mounts, the touched report and cleanup use
 // only this.
-func (w *worktreeSpace) record() *worktree.Repo {
+func (w *worktreeSpace) record() *git.Repo {
 	if w.lease == nil {
 		return nil
 	}
@@ -82,7 +83,7 @@ func (w *worktreeSpace) record() *worktree.Repo {
 }
 
 func (w *worktreeSpace) mounts(context.Context) ([]sandbox.Mount, error) {
-	return layoutMounts(AskClineWorkspace, w.record(), w.info.Path)
+	return git.Mounts(git.Worktree, w.record(), w.info.Path)
 }
 
 // finish lists what the run touched (it costs a full status of the worktree, so only when the run

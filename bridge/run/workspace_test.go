@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestWorkspace(t *testing.T) {
 	edits := func(t *testing.T) []step { return []step{recorded(t, "b_edit_autoapprove_true")} }
 	ok := func(t *testing.T) []step { return []step{pong(t)} }
-	touched := []worktree.FileChange{{Path: "hello.txt", Status: "A"}}
+	touched := []git.FileChange{{Path: "hello.txt", Status: "A"}}
 	cases := []struct {
 		name     string
 		iso      sandbox.Isolation
@@ -31,13 +32,13 @@ func TestWorkspace(t *testing.T) {
 		warnings []string
 		report   func(h *harness) *WorktreeReport
 	}{
-		{name: "not a repository", setup: func(h *harness) { h.git.topErr = fmt.Errorf("x: %w", worktree.ErrNotGit) },
+		{name: "not a repository", setup: func(h *harness) { h.git.topErr = fmt.Errorf("x: %w", git.ErrNotGit) },
 			steps: func(t *testing.T) []step { return nil }, want: result{kind: "workspace_not_git"},
 			events: []string{"git.TopLevel"}, message: "is not inside a git repository"},
 		{name: "repository unreadable", setup: func(h *harness) { h.git.topErr = errors.New("git missing") },
 			steps: func(t *testing.T) []step { return nil }, want: result{kind: "workspace_setup_failed"},
 			events: []string{"git.TopLevel"}, message: "could not inspect the repository: git missing"},
-		{name: "acquire finds no repository", setup: func(h *harness) { h.wts.acquireErr = fmt.Errorf("x: %w", worktree.ErrNotGit) },
+		{name: "acquire finds no repository", setup: func(h *harness) { h.wts.acquireErr = fmt.Errorf("x: %w", git.ErrNotGit) },
 			steps: func(t *testing.T) []step { return nil }, want: result{kind: "workspace_not_git"},
 			events: []string{"git.TopLevel", "wt.Acquire"}, message: "is not inside a git repository"},
 		{name: "acquire fails", setup: func(h *harness) { h.wts.acquireErr = errors.New("disk full") },

@@ -22,6 +22,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/host"
 	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
 	"github.com/cline-mcp/cline-mcp/sandbox/proc"
@@ -80,10 +81,10 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 // remove leftovers of a crashed earlier server (our worktrees, our containers).
 func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessions.Store) (*run.Runner, func(), error) {
 	life := startLifeline(cfg, log)
-	git := &worktree.Git{}
-	wts := &worktree.Manager{Git: git, Root: worktreeRoot(cfg.worktreeRoot), PoolSize: cfg.pool, PoolIdle: cfg.poolIdle,
+	gitCLI := &git.Git{}
+	wts := &worktree.Manager{Git: gitCLI, Root: worktreeRoot(cfg.worktreeRoot), PoolSize: cfg.pool, PoolIdle: cfg.poolIdle,
 		Log: log.With("component", "worktree-pool")}
-	rc := runConfig(cfg, log, life, git, wts, sess)
+	rc := runConfig(cfg, log, life, gitCLI, wts, sess)
 	if cfg.backoff > 0 {
 		b := cfg.backoff
 		rc.Backoff = func() time.Duration { return b }
@@ -130,7 +131,7 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessi
 }
 
 // runConfig is the runner's configuration from the flags and the environment.
-func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, git *worktree.Git, wts *worktree.Manager, sess *sessions.Store) run.Config {
+func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, gitCLI *git.Git, wts *worktree.Manager, sess *sessions.Store) run.Config {
 	home, _ := os.UserHomeDir()
 	providers := settings.Path(os.Getenv, home)
 	// The host refresh before a container run reads CLINE_API_BASE_URL and CLINE_ENVIRONMENT from
@@ -153,7 +154,7 @@ func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, git *work
 		Settings:       store,
 		MaxConcurrent:  cfg.maxConcurrent,
 		CheckoutLocks:  checkoutLocks(),
-		Git:            git,
+		Git:            gitCLI,
 		Worktrees:      run.ManagedWorktrees(wts),
 		SeedPolicy:     cfg.analysisPolicy == "seed",
 		Protocol:       run.Protocol(cfg.protocol),

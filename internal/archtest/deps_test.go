@@ -53,6 +53,12 @@ func TestImportArrows(t *testing.T) {
 				// the executor speaks the egress proxy's control protocol
 			case pkg == "sandbox/docker" && o == "sandbox/engine":
 				// the executor runs on the engine that sandbox/engine found and connected to
+			case pkg == "sandbox/worktree" && o == "sandbox/git":
+				// the manager, pool and sweeper run git through the trust boundary's git side
+			case pkg == "sandbox/git" && isOurs && o != "sandbox":
+				t.Errorf("sandbox/git imports %s: the trust boundary's git side may use only sandbox of ours", o)
+			case (pkg == "bridge/jobs" || pkg == "bridge/sessions") && isOurs:
+				t.Errorf("%s imports %s: it must import nothing of ours", pkg, o)
 			case pkg == "sandbox/engine" && isOurs && o != "sandbox":
 				t.Errorf("sandbox/engine imports %s: engine discovery may use only sandbox of ours", o)
 			case pkg == "sandbox/engine" && !stdlib(imp) && !isOurs && !strings.HasPrefix(imp, "github.com/moby/moby/"):
@@ -81,7 +87,7 @@ func TestImportArrows(t *testing.T) {
 }
 
 // TestOneExecOfCline: only sandbox/host starts Cline on the host; git runs only in
-// sandbox/worktree. Other packages may not import os/exec (cmd and test helpers aside).
+// sandbox/worktree and sandbox/git. Other packages may not import os/exec (cmd and test helpers aside).
 func TestOsExecOnlyInAdapters(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, mod+"bridge/...", mod+"sandbox/...").CombinedOutput()
 	if err != nil {
@@ -89,7 +95,7 @@ func TestOsExecOnlyInAdapters(t *testing.T) {
 	}
 	// sandbox/lifeline starts one process: the server's own binary as its watchdog, never Cline;
 	// sandbox/engine starts ssh for an ssh:// engine (docker system dial-stdio).
-	allowed := map[string]bool{"sandbox/host": true, "sandbox/worktree": true, "sandbox/engine": true, "bridge/run": true, "sandbox/lifeline": true}
+	allowed := map[string]bool{"sandbox/host": true, "sandbox/worktree": true, "sandbox/git": true, "sandbox/engine": true, "bridge/run": true, "sandbox/lifeline": true}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		pkg := strings.TrimPrefix(f[0], mod)

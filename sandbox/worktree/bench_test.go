@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"os"
 	"path/filepath"
 	"slices"
@@ -88,13 +89,13 @@ func BenchmarkAddRemove(b *testing.B) {
 	})
 }
 
-// BenchmarkEvidence measures one Evidence snapshot of a 10,000-file repository, clean and with
+// BenchmarkEvidence measures one git.Evidence snapshot of a 10,000-file repository, clean and with
 // 100 modified plus 100 untracked files, against the evidence path this package used before
 // the trust boundary (`git status` plus `git add -A` into a copy of the index, which runs the
 // repository's filters); the ratio is median(ours)/median(legacy).
 func BenchmarkEvidence(b *testing.B) {
 	repo := benchRepo(b, 10_000)
-	g := &Git{}
+	g := &git.Git{}
 	run := func(b *testing.B) {
 		interleave(b, "legacy", func(int) {
 			if _, err := g.Evidence(b.Context(), repo); err != nil {
@@ -118,9 +119,9 @@ func BenchmarkEvidence(b *testing.B) {
 // add -A / write-tree on a copy of the index.
 func legacyEvidence(b *testing.B, repo string) {
 	b.Helper()
-	g := &Git{}
+	g := &git.Git{}
 	ctx := b.Context()
-	o := runOpts{dir: repo}
+	o := git.Opts{Dir: repo}
 	for _, args := range [][]string{
 		{"rev-parse", "--is-inside-work-tree", "--show-toplevel", "--git-common-dir", "--git-path", "index"},
 		{"symbolic-ref", "-q", "HEAD"},
@@ -128,7 +129,7 @@ func legacyEvidence(b *testing.B, repo string) {
 		{"status", "--porcelain=v2", "-z", "--untracked-files=all", "--ignore-submodules=none"},
 		{"for-each-ref", "--format=%(objectname) %(refname)"},
 	} {
-		if _, err := g.run(ctx, o, args...); err != nil {
+		if _, err := g.Run(ctx, o, args...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -140,10 +141,10 @@ func legacyEvidence(b *testing.B, repo string) {
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	o.env = []string{"GIT_INDEX_FILE=" + tmp}
+	o.Env = []string{"GIT_INDEX_FILE=" + tmp}
 	cfg := []string{"-c", "core.splitIndex=false", "-c", "index.sparse=false"}
 	for _, args := range [][]string{{"write-tree"}, {"add", "-A", "--ignore-errors"}, {"write-tree"}} {
-		if _, err := g.run(ctx, o, append(cfg, args...)...); err != nil {
+		if _, err := g.Run(ctx, o, append(cfg, args...)...); err != nil {
 			b.Fatal(err)
 		}
 	}

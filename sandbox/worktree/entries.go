@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"io/fs"
 	"os"
 	"path"
@@ -236,8 +237,8 @@ func oddEntries(root *os.Root, top fs.FileMode) ([]Finding, error) {
 // report (see Finding): "A" for a path the commit does not have, "T" for a tracked path that is
 // now a FIFO, socket or device, "M" for a tracked path with a hard link or other permission bits.
 // Paths files already names are left alone.
-func (g *Git) withOddEntries(ctx context.Context, o runOpts, files []FileChange, commit string, top fs.FileMode) ([]FileChange, error) {
-	root, err := os.OpenRoot(o.repo.Top)
+func withOddEntries(ctx context.Context, g *git.Git, o git.Opts, files []git.FileChange, commit string, top fs.FileMode) ([]git.FileChange, error) {
+	root, err := os.OpenRoot(o.Repo.Top)
 	if err != nil {
 		return files, err
 	}
@@ -250,7 +251,7 @@ func (g *Git) withOddEntries(ctx context.Context, o runOpts, files []FileChange,
 	for _, f := range found {
 		args = append(args, ":(literal)"+f.Path)
 	}
-	out, err := g.run(ctx, o, args...)
+	out, err := g.Run(ctx, o, args...)
 	if err != nil {
 		return files, err
 	}
@@ -259,7 +260,7 @@ func (g *Git) withOddEntries(ctx context.Context, o runOpts, files []FileChange,
 		tracked[p] = true
 	}
 	for _, f := range found {
-		if slices.ContainsFunc(files, func(c FileChange) bool { return c.Path == f.Path }) ||
+		if slices.ContainsFunc(files, func(c git.FileChange) bool { return c.Path == f.Path }) ||
 			!tracked[f.Path] && (f.Kind == FoundMode || f.Kind == FoundDirMode) {
 			continue // git listed it, or a new entry's permissions (the run's umask)
 		}
@@ -270,7 +271,7 @@ func (g *Git) withOddEntries(ctx context.Context, o runOpts, files []FileChange,
 		case tracked[f.Path]:
 			status = "M"
 		}
-		files = append(files, FileChange{Path: f.Path, Status: status})
+		files = append(files, git.FileChange{Path: f.Path, Status: status})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -24,7 +25,7 @@ const DefaultRootName = "cline-mcp-worktrees"
 // CleanupTimeout bounds Remove and Sweep's git work when their ctx has no earlier deadline.
 const CleanupTimeout = 60 * time.Second
 
-// SetupError is any failure to create a worktree other than ErrNotGit
+// SetupError is any failure to create a worktree other than git.ErrNotGit
 // (workspace_setup_failed).
 type SetupError struct {
 	Repo string
@@ -50,12 +51,12 @@ type Worktree struct {
 	Path string
 	// Commit is the commit it is checked out at (the repository's HEAD when it was added).
 	Commit string
-	// Repo is the worktree's layout recorded right after it was created, before anything ran
+	// git.Repo is the worktree's layout recorded right after it was created, before anything ran
 	// in it: Path, its own git dir <common>/worktrees/<name> and the repository's common dir.
 	// Touched and Remove use these paths only; the worktree's .git file and the pointers in
 	// its git dir are never read again. For a pooled worktree, Index is a private copy of its
 	// index outside the work tree and its git dir (see slot), which no run can reach.
-	Repo Repo
+	Repo git.Repo
 	// Reused is set when Acquire took the worktree from the pool (moved to Commit and verified
 	// pristine) instead of creating it.
 	Reused bool
@@ -78,11 +79,11 @@ type Worktree struct {
 // Manager creates and removes disposable worktrees, and keeps a pool of idle ones when PoolSize
 // is set (see Acquire). The zero value is ready to use; set the fields before the first call. It
 // is safe for concurrent use: add and remove on one repository (identified by its git common
-// dir) are serialised, different repositories proceed in parallel. Several servers may share
+// dir) are serialised, different repositories proceed in git.Parallel. Several servers may share
 // Root; each entry records its owner for Sweep. Close removes the pool's idle worktrees.
 type Manager struct {
-	// Git runs git; nil means a zero Git.
-	Git *Git
+	// git.Git runs git; nil means a zero git.Git.
+	Git *git.Git
 	// Root holds one private entry per worktree; empty means os.TempDir()/cline-mcp-worktrees.
 	Root string
 	// Instance prefixes entry names (letters, digits, "_"); empty means a random id per Manager.
@@ -109,9 +110,9 @@ var (
 	entryRE    = regexp.MustCompile(`^[A-Za-z0-9_]{1,32}-[0-9a-f]{16}$`)
 )
 
-func (m *Manager) git() *Git {
+func (m *Manager) git() *git.Git {
 	if m.Git == nil {
-		return &Git{}
+		return &git.Git{}
 	}
 	return m.Git
 }
@@ -170,7 +171,7 @@ type owner struct {
 const ownerTool = "cline-mcp"
 
 // Add creates a detached worktree of repoDir's HEAD commit in a new private directory
-// (0700) Root/<instance>-<random>/wt. It returns an error wrapping ErrNotGit when repoDir is not
+// (0700) Root/<instance>-<random>/wt. It returns an error wrapping git.ErrNotGit when repoDir is not
 // inside a work tree, and a *SetupError for everything else, including a repository without
 // commits and a Root that is not a private directory of this user. On error nothing is left
 // behind. Add never uses the pool; Acquire does.
@@ -184,24 +185,24 @@ func (m *Manager) Add(ctx context.Context, repoDir string) (*Worktree, error) {
 
 // source records repoDir's repository and resolves its HEAD, before any run: the part of Add
 // and Acquire that asks git where things are. Errors are Add's.
-func (m *Manager) source(ctx context.Context, repoDir string) (Repo, string, error) {
+func (m *Manager) source(ctx context.Context, repoDir string) (git.Repo, string, error) {
 	g := m.git()
 	src, err := g.Open(ctx, repoDir)
-	if errors.Is(err, ErrNotGit) {
-		return Repo{}, "", err
+	if errors.Is(err, git.ErrNotGit) {
+		return git.Repo{}, "", err
 	}
 	if err != nil {
-		return Repo{}, "", &SetupError{Repo: repoDir, Err: err}
+		return git.Repo{}, "", &SetupError{Repo: repoDir, Err: err}
 	}
 	if err := m.init(); err != nil {
-		return Repo{}, "", &SetupError{Repo: src.Top, Err: err}
+		return git.Repo{}, "", &SetupError{Repo: src.Top, Err: err}
 	}
 	commit, err := g.ResolveCommit(ctx, src.Top, "HEAD")
-	if errors.Is(err, ErrNoCommit) {
-		return Repo{}, "", &SetupError{Repo: src.Top, Err: errors.New("the repository has no commits yet, so there is nothing to check out")}
+	if errors.Is(err, git.ErrNoCommit) {
+		return git.Repo{}, "", &SetupError{Repo: src.Top, Err: errors.New("the repository has no commits yet, so there is nothing to check out")}
 	}
 	if err != nil {
-		return Repo{}, "", &SetupError{Repo: src.Top, Err: err}
+		return git.Repo{}, "", &SetupError{Repo: src.Top, Err: err}
 	}
 	return src, commit, nil
 }
@@ -209,7 +210,7 @@ func (m *Manager) source(ctx context.Context, repoDir string) (Repo, string, err
 // create adds a fresh worktree of src at commit. pooled also records it for the pool (see
 // newSlot) so that Release can keep it; a worktree whose record fails is still returned, and
 // Release removes it.
-func (m *Manager) create(ctx context.Context, src Repo, commit string, pooled bool) (*Worktree, error) {
+func (m *Manager) create(ctx context.Context, src git.Repo, commit string, pooled bool) (*Worktree, error) {
 	g := m.git()
 	o := owner{Tool: ownerTool, PID: os.Getpid(), Repo: src.CommonDir, Created: time.Now().UTC()}
 	o.PIDStartTime = proc.Self().Start
@@ -218,18 +219,18 @@ func (m *Manager) create(ctx context.Context, src Repo, commit string, pooled bo
 		return nil, &SetupError{Repo: src.Top, Err: err}
 	}
 	wt := &Worktree{Path: filepath.Join(entry, "wt"), Commit: commit, m: m, entry: entry,
-		Repo: Repo{Top: filepath.Join(entry, "wt"), CommonDir: src.CommonDir}}
+		Repo: git.Repo{Top: filepath.Join(entry, "wt"), CommonDir: src.CommonDir}}
 
 	unlock, err := m.lock(ctx, src.CommonDir)
 	if err != nil {
 		os.RemoveAll(entry)
 		return nil, &SetupError{Repo: src.Top, Err: err}
 	}
-	_, err = g.run(ctx, runOpts{dir: src.Top}, "worktree", "add", "--detach", "--end-of-options", wt.Path, commit)
+	_, err = g.Run(ctx, git.Opts{Dir: src.Top}, "worktree", "add", "--detach", "--end-of-options", wt.Path, commit)
 	if err == nil {
 		// Nothing has run in the new worktree yet, so asking git where its git dir is can be
 		// trusted; from here on only the record is used.
-		var rec Repo
+		var rec git.Repo
 		if rec, err = g.Open(ctx, wt.Path); err == nil {
 			err = wt.adopt(rec, src)
 		}
@@ -266,7 +267,7 @@ func (m *Manager) create(ctx context.Context, src Repo, commit string, pooled bo
 }
 
 // adopt checks the freshly created worktree's layout and records it.
-func (w *Worktree) adopt(rec Repo, src Repo) error {
+func (w *Worktree) adopt(rec git.Repo, src git.Repo) error {
 	if rec.Top != w.Path || rec.CommonDir != src.CommonDir || filepath.Dir(rec.GitDir) != filepath.Join(src.CommonDir, "worktrees") {
 		return fmt.Errorf("unexpected layout of the new worktree: top %s, git dir %s, common dir %s", rec.Top, rec.GitDir, rec.CommonDir)
 	}
@@ -412,23 +413,23 @@ func (w *Worktree) Remove(ctx context.Context) error {
 // links and permission bits a checkout does not give ("M" for a tracked path). It crosses the trust
 // boundary like Inspect: it uses only wt.Repo, recorded at creation, and runs nothing the run
 // could have configured. The worktree's index is not written.
-func (m *Manager) Touched(ctx context.Context, wt *Worktree) ([]FileChange, error) {
+func (m *Manager) Touched(ctx context.Context, wt *Worktree) ([]git.FileChange, error) {
 	g := m.git()
-	ev := Evidence{Repo: wt.Repo, Dir: wt.Repo.Top}
-	if err := g.snapshot(ctx, &ev.Repo, &ev); err != nil {
+	ev := git.Evidence{Repo: wt.Repo, Dir: wt.Repo.Top}
+	if err := g.Snapshot(ctx, &ev.Repo, &ev); err != nil {
 		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
 	}
-	o, _, done, err := ev.Repo.shadowed()
+	o, _, done, err := ev.Repo.Shadowed()
 	if err != nil {
 		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
 	}
 	defer done()
-	files, _, err := g.diffFiles(ctx, o, wt.Commit, ev.Tree)
+	files, _, err := g.DiffFiles(ctx, o, wt.Commit, ev.Tree)
 	if err != nil {
 		return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
 	}
 	if wt.top != 0 {
-		if files, err = g.withOddEntries(ctx, o, files, wt.Commit, wt.top); err != nil {
+		if files, err = withOddEntries(ctx, g, o, files, wt.Commit, wt.top); err != nil {
 			return nil, fmt.Errorf("touched %s: %w", wt.Path, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,8 +177,8 @@ func TestAddErrors(t *testing.T) {
 				t.Fatalf("got %v, %v, want an error", wt, err)
 			}
 			var se *SetupError
-			if got := errors.Is(err, ErrNotGit); got != tt.wantNoGit {
-				t.Errorf("errors.Is(%v, ErrNotGit): got %v, want %v", err, got, tt.wantNoGit)
+			if got := errors.Is(err, git.ErrNotGit); got != tt.wantNoGit {
+				t.Errorf("errors.Is(%v, git.ErrNotGit): got %v, want %v", err, got, tt.wantNoGit)
 			}
 			if got := errors.As(err, &se); got == tt.wantNoGit {
 				t.Errorf("errors.As(%v, *SetupError): got %v, want %v", err, got, !tt.wantNoGit)
@@ -187,8 +188,8 @@ func TestAddErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (&Git{}).TopLevel(t.Context(), t.TempDir()); !errors.Is(err, ErrNotGit) {
-		t.Errorf("TopLevel of a plain dir: got %v, want ErrNotGit", err)
+	if _, err := (&git.Git{}).TopLevel(t.Context(), t.TempDir()); !errors.Is(err, git.ErrNotGit) {
+		t.Errorf("TopLevel of a plain dir: got %v, want git.ErrNotGit", err)
 	}
 }
 
@@ -238,7 +239,7 @@ func TestFailingHooksDoNotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &Git{}
+	g := &git.Git{}
 	before, err := g.Evidence(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestTouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []FileChange{
+	want := []git.FileChange{
 		{Path: "f.txt", Status: "M", Added: 1, Deleted: 1},
 		{Path: "g.txt", Status: "D", Deleted: 1},
 		{Path: "notes.md", Status: "A", Added: 1},
@@ -384,18 +385,18 @@ func TestValidateRef(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.ref, func(t *testing.T) {
-			err := ValidateRef(tt.ref)
+			err := git.ValidateRef(tt.ref)
 			if got := err == nil; got != tt.want {
-				t.Errorf("ValidateRef(%q): got %v, want ok=%v", tt.ref, err, tt.want)
+				t.Errorf("git.ValidateRef(%q): got %v, want ok=%v", tt.ref, err, tt.want)
 			}
 			if tt.want {
 				return
 			}
-			if !errors.Is(err, ErrBadRef) {
-				t.Errorf("got %v, want ErrBadRef", err)
+			if !errors.Is(err, git.ErrBadRef) {
+				t.Errorf("got %v, want git.ErrBadRef", err)
 			}
-			if _, err := (&Git{}).ResolveCommit(t.Context(), repo, tt.ref); !errors.Is(err, ErrBadRef) {
-				t.Errorf("ResolveCommit(%q): got %v, want ErrBadRef", tt.ref, err)
+			if _, err := (&git.Git{}).ResolveCommit(t.Context(), repo, tt.ref); !errors.Is(err, git.ErrBadRef) {
+				t.Errorf("ResolveCommit(%q): got %v, want git.ErrBadRef", tt.ref, err)
 			}
 		})
 	}
@@ -406,24 +407,24 @@ func TestValidateRef(t *testing.T) {
 
 func TestGitErrorCarriesExitAndStderr(t *testing.T) {
 	repo := newRepo(t, nil)
-	_, err := (&Git{}).run(t.Context(), runOpts{dir: repo}, "cat-file", "-t", "0000000000000000000000000000000000000000")
-	var ge *GitError
+	_, err := (&git.Git{}).Run(t.Context(), git.Opts{Dir: repo}, "cat-file", "-t", "0000000000000000000000000000000000000000")
+	var ge *git.GitError
 	if !errors.As(err, &ge) {
-		t.Fatalf("got %T %v, want *GitError", err, err)
+		t.Fatalf("got %T %v, want *git.GitError", err, err)
 	}
 	if ge.ExitCode != 128 || !strings.Contains(ge.Stderr, "fatal") || ge.Args[0] != "cat-file" {
 		t.Errorf("got exit %d stderr %q args %v", ge.ExitCode, ge.Stderr, ge.Args)
 	}
-	_, err = (&Git{Path: filepath.Join(t.TempDir(), "no-git")}).run(t.Context(), runOpts{dir: repo}, "status")
+	_, err = (&git.Git{Path: filepath.Join(t.TempDir(), "no-git")}).Run(t.Context(), git.Opts{Dir: repo}, "status")
 	if !errors.As(err, &ge) || ge.ExitCode != -1 || ge.Err == nil {
-		t.Errorf("missing git: got %v, want *GitError with exit -1 and a cause", err)
+		t.Errorf("missing git: got %v, want *git.GitError with exit -1 and a cause", err)
 	}
 }
 
 func TestEnvironmentIsScrubbed(t *testing.T) {
 	other := newRepo(t, map[string]string{"other.txt": "x\n"})
 	repo := newRepo(t, map[string]string{"mine.txt": "x\n"})
-	g := &Git{Env: append(os.Environ(), "GIT_DIR="+filepath.Join(other, ".git"), "GIT_WORK_TREE="+other,
+	g := &git.Git{Env: append(os.Environ(), "GIT_DIR="+filepath.Join(other, ".git"), "GIT_WORK_TREE="+other,
 		"GIT_INDEX_FILE=/nonexistent", "LANG=de_DE.UTF-8")}
 	top, err := g.TopLevel(t.Context(), repo)
 	if err != nil {
@@ -483,7 +484,7 @@ func TestOpenLinkedWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { wt.Remove(context.Background()) })
-	g := &Git{}
+	g := &git.Git{}
 	main, err := g.Open(ctx, repo)
 	if err != nil {
 		t.Fatal(err)
@@ -499,7 +500,7 @@ func TestOpenLinkedWorktree(t *testing.T) {
 	if linked.Top != wt.Path || linked.CommonDir != common || filepath.Dir(linked.GitDir) != filepath.Join(common, "worktrees") {
 		t.Errorf("linked layout: got %+v, want top %s, common %s, git dir under %s/worktrees", linked, wt.Path, common, common)
 	}
-	if _, err := g.Open(ctx, t.TempDir()); !errors.Is(err, ErrNotGit) {
-		t.Errorf("Open of a plain dir: got %v, want ErrNotGit", err)
+	if _, err := g.Open(ctx, t.TempDir()); !errors.Is(err, git.ErrNotGit) {
+		t.Errorf("Open of a plain dir: got %v, want git.ErrNotGit", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"log/slog"
 	"slices"
 	"sync"
@@ -39,7 +40,7 @@ type idleSlot struct {
 // marks it Reused. A pooled worktree that fails any check is removed by its recorded paths and
 // the next one is tried; the reasons are in Worktree.Discarded. Without a usable idle worktree
 // a fresh one is created as Add does. Repositories whose config defines filter programs used by
-// the commit's attributes (Git LFS) or a sparse checkout are never pooled: moving a worktree
+// the commit's attributes (git.Git LFS) or a sparse checkout are never pooled: moving a worktree
 // would not give what `git worktree add` checks out. Errors are Add's. Two calls never get the
 // same worktree.
 func (m *Manager) Acquire(ctx context.Context, repoDir string) (*Worktree, error) {
@@ -228,11 +229,12 @@ func (m *Manager) log() *slog.Logger {
 // filter programs (the commit's attributes naming a filter while the config defines one: Git
 // LFS) would make a moved worktree differ from a fresh `git worktree add`, which runs them:
 // the pool runs no program a config names.
-func (m *Manager) unpoolable(ctx context.Context, src Repo, commit string) string {
-	if src.sparse {
+func (m *Manager) unpoolable(ctx context.Context, src git.Repo, commit string) string {
+	sparse, filters := src.PoolBlocker()
+	if sparse {
 		return "core.sparseCheckout is on"
 	}
-	if !src.filters {
+	if !filters {
 		return ""
 	}
 	p := &m.pool
@@ -241,7 +243,7 @@ func (m *Manager) unpoolable(ctx context.Context, src Repo, commit string) strin
 	p.mu.Unlock()
 	if !ok {
 		var err error
-		if uses, err = m.git().attributesUseFilters(ctx, src, commit); err != nil {
+		if uses, err = m.git().AttributesUseFilters(ctx, src, commit); err != nil {
 			return "its attributes could not be read: " + err.Error()
 		}
 		p.mu.Lock()
@@ -252,7 +254,7 @@ func (m *Manager) unpoolable(ctx context.Context, src Repo, commit string) strin
 		p.mu.Unlock()
 	}
 	if uses {
-		return "its attributes use a filter program the config defines (Git LFS?)"
+		return "its attributes use a filter program the config defines (git.Git LFS?)"
 	}
 	return ""
 }

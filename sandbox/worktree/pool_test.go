@@ -396,7 +396,7 @@ func TestPoolExpiryAndClose(t *testing.T) {
 	}
 }
 
-// TestPoolNotForFilterProgramsOrSparse: repositories whose checkout runs a filter program (Git
+// TestPoolNotForFilterProgramsOrSparse: repositories whose checkout runs a filter program (git.Git
 // LFS) or is sparse are never pooled.
 func TestPoolNotForFilterProgramsOrSparse(t *testing.T) {
 	for name, setup := range map[string]func(repo string){

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"io"
 	"io/fs"
 	"os"
@@ -19,14 +20,14 @@ import (
 // slot is a worktree kept for the pool: what was recorded when it was created (before any run)
 // and after its last preparation. It is idle in the pool or owned by one Worktree handle.
 //
-// Its index is private: Repo.Index is entry/index, beside the work tree, never mounted into a
+// Its index is private: git.Repo.Index is entry/index, beside the work tree, never mounted into a
 // container and never handed to Cline. Its stat data is what the pool trusts when it checks
 // that the files equal the commit (a changed file also changes its ctime, which nobody can set
 // back); the worktree's own index in its git dir, which git run by Cline reads (and in host
 // mode may rewrite), is overwritten with a copy before each call.
 type slot struct {
 	path, entry string
-	repo        Repo
+	repo        git.Repo
 	dotgit      []byte            // the .git file as created
 	top         fs.FileInfo       // the work tree's directory as created
 	meta        map[string]string // the worktree's git dir after our last write, index aside
@@ -46,11 +47,11 @@ var poolConfig = []string{"-c", "core.trustctime=true", "-c", "core.checkStat=de
 func (m *Manager) newSlot(ctx context.Context, wt *Worktree) (*slot, error) {
 	s := &slot{path: wt.Path, entry: wt.entry, repo: wt.Repo}
 	s.repo.Index = filepath.Join(wt.entry, "index")
-	if err := copyIndex(wt.Repo.Index, s.repo.Index); err != nil {
+	if err := git.CopyIndex(wt.Repo.Index, s.repo.Index); err != nil {
 		return nil, fmt.Errorf("private index: %w", err)
 	}
 	var err error
-	if s.dotgit, err = readSmall(filepath.Join(wt.Path, ".git")); err != nil {
+	if s.dotgit, err = git.ReadSmall(filepath.Join(wt.Path, ".git")); err != nil {
 		return nil, err
 	}
 	if s.top, err = os.Lstat(wt.Path); err != nil {
@@ -75,17 +76,17 @@ func (s *slot) handle(m *Manager) *Worktree {
 
 // describe records commit and what the pool needs to know of it, from the private index,
 // which holds exactly commit.
-func (s *slot) describe(ctx context.Context, g *Git, o runOpts, commit string) error {
-	out, err := g.run(ctx, o, "rev-parse", "--verify", "-q", "--end-of-options", commit+"^{tree}")
+func (s *slot) describe(ctx context.Context, g *git.Git, o git.Opts, commit string) error {
+	out, err := g.Run(ctx, o, "rev-parse", "--verify", "-q", "--end-of-options", commit+"^{tree}")
 	if err != nil {
 		return err
 	}
 	s.commit, s.tree = commit, strings.TrimSpace(string(out))
-	stage, err := g.run(ctx, o, "ls-files", "--stage", "-z")
+	stage, err := g.Run(ctx, o, "ls-files", "--stage", "-z")
 	if err != nil {
 		return err
 	}
-	s.gitlinks, s.attrs = gitlinks(stage), nil
+	s.gitlinks, s.attrs = git.Gitlinks(stage), nil
 	for rec := range bytes.SplitSeq(stage, []byte{0}) {
 		if i := bytes.IndexByte(rec, '\t'); i >= 0 && path.Base(string(rec[i+1:])) == ".gitattributes" {
 			s.attrs = append(s.attrs, string(rec[i+1:]))
@@ -106,7 +107,7 @@ func (s *slot) check() error {
 	if !os.SameFile(fi, s.top) || fi.Mode() != s.top.Mode() {
 		return errors.New("the work tree's directory was replaced or its mode changed")
 	}
-	if b, err := readSmall(filepath.Join(s.path, ".git")); err != nil || !bytes.Equal(b, s.dotgit) {
+	if b, err := git.ReadSmall(filepath.Join(s.path, ".git")); err != nil || !bytes.Equal(b, s.dotgit) {
 		return errors.New("the work tree's .git file changed")
 	}
 	meta, err := manifest(s.repo.GitDir)
@@ -137,14 +138,14 @@ func (s *slot) check() error {
 // -u). It ends with a verification (nothing untracked or ignored, no planted .git, every
 // tracked file as in commit per a refresh of trusted stat data and content, the index's tree is
 // commit's) and installs a copy of the private index and HEAD in the worktree's git dir.
-func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string) error {
+func (m *Manager) prepare(ctx context.Context, s *slot, src git.Repo, commit string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if !isObjectID(commit) {
-		return fmt.Errorf("%w %q: not an object id", ErrBadRef, commit)
+	if !git.IsObjectID(commit) {
+		return fmt.Errorf("%w %q: not an object id", git.ErrBadRef, commit)
 	}
-	s.repo.settings, s.repo.exclude, s.repo.attributes = src.settings, src.exclude, src.attributes
+	s.repo.Adopt(src)
 	g := m.git()
 	o, done, err := s.opts()
 	if err != nil {
@@ -163,7 +164,7 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 	}
 	s.found = found
 	if dirty || commit != s.commit {
-		if _, err := g.run(ctx, o, poolArgs("read-tree", "--reset", "-u", "--end-of-options", commit)...); err != nil {
+		if _, err := g.Run(ctx, o, poolArgs("read-tree", "--reset", "-u", "--end-of-options", commit)...); err != nil {
 			return err
 		}
 		if err := s.describe(ctx, g, o, commit); err != nil {
@@ -176,7 +177,7 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 			return fmt.Errorf("the work tree is not pristine after the reset %v", found)
 		}
 	}
-	out, err := g.run(ctx, o, poolArgs("write-tree")...)
+	out, err := g.Run(ctx, o, poolArgs("write-tree")...)
 	if err != nil {
 		return err
 	}
@@ -207,13 +208,13 @@ func (m *Manager) prepare(ctx context.Context, s *slot, src Repo, commit string)
 //     excludes);
 //   - tracked .gitattributes are rewritten from the index first, so the refresh compares
 //     content with the commit's attributes, not the run's.
-func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]Finding, bool, error) {
+func (s *slot) scrub(ctx context.Context, g *git.Git, o git.Opts, root *os.Root) ([]Finding, bool, error) {
 	// tidy's walk and git's listing of untracked files read the same directories: side by side.
 	var n int
 	var found []Finding
 	var out []byte
 	others := func() (err error) {
-		out, err = g.run(ctx, o, poolArgs("ls-files", "--others", "--directory", "-z")...)
+		out, err = g.Run(ctx, o, poolArgs("ls-files", "--others", "--directory", "-z")...)
 		return err
 	}
 	walk := func() (err error) { n, found, err = s.tidy(root, !s.noShapes); return err }
@@ -223,7 +224,7 @@ func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]F
 			err = others()
 		}
 	} else {
-		err = parallel(walk, others)
+		err = git.Parallel(walk, others)
 	}
 	if err == nil && len(found) > 0 {
 		err = others() // a directory tidy opened up (chmod) may have been unreadable to git
@@ -244,14 +245,14 @@ func (s *slot) scrub(ctx context.Context, g *Git, o runOpts, root *os.Root) ([]F
 	}
 	if len(s.attrs) > 0 {
 		co := o
-		co.stdin = strings.NewReader(strings.Join(s.attrs, "\x00") + "\x00")
-		if _, err := g.run(ctx, co, poolArgs("checkout-index", "-f", "-q", "-z", "--stdin")...); err != nil {
+		co.Stdin = strings.NewReader(strings.Join(s.attrs, "\x00") + "\x00")
+		if _, err := g.Run(ctx, co, poolArgs("checkout-index", "-f", "-q", "-z", "--stdin")...); err != nil {
 			return nil, false, err
 		}
 	}
 	// Exit status 1: some tracked file differs from the index in content, mode or type.
-	_, err = g.run(ctx, o, poolArgs("update-index", "--really-refresh")...)
-	if exitCode(err, 1) {
+	_, err = g.Run(ctx, o, poolArgs("update-index", "--really-refresh")...)
+	if git.ExitCode(err, 1) {
 		return found, true, nil
 	}
 	return found, dirty, err
@@ -285,18 +286,18 @@ func poolArgs(args ...string) []string { return append(slices.Clip(poolConfig), 
 
 // opts are the options of git on the slot: pinned to its record, in a fresh shadow git dir
 // (done removes it), on the private index.
-func (s *slot) opts() (runOpts, func(), error) {
-	o, _, done, err := s.repo.shadowed()
+func (s *slot) opts() (git.Opts, func(), error) {
+	o, _, done, err := s.repo.Shadowed()
 	if err != nil {
-		return runOpts{}, nil, err
+		return git.Opts{}, nil, err
 	}
-	o.index = s.repo.Index
+	o.Index = s.repo.Index
 	return o, done, nil
 }
 
 // installIndex copies the private index over the worktree's own, through index.lock as git
 // does (an existing lock means someone else's git is at work: an error), keeping the
-// private index's modification time (see copyIndex).
+// private index's modification time (see git.CopyIndex).
 func (s *slot) installIndex() error {
 	dst := filepath.Join(s.repo.GitDir, "index")
 	if _, err := os.Lstat(s.repo.Index); errors.Is(err, fs.ErrNotExist) {
@@ -306,7 +307,7 @@ func (s *slot) installIndex() error {
 		return nil
 	}
 	lock := dst + ".lock"
-	if err := copyIndex(s.repo.Index, lock); err != nil {
+	if err := git.CopyIndex(s.repo.Index, lock); err != nil {
 		if !errors.Is(err, fs.ErrExist) {
 			os.Remove(lock)
 		}
@@ -367,7 +368,7 @@ func manifest(dir string) (map[string]string, error) {
 		}
 		desc := fi.Mode().String()
 		if fi.Mode().IsRegular() {
-			f, err := openRegular(p, 1<<20)
+			f, err := git.OpenRegular(p, 1<<20)
 			if err != nil {
 				return err
 			}
@@ -412,40 +413,4 @@ func manifestDiff(want, got map[string]string) string {
 		}
 	}
 	return strings.Join(diffs[:min(len(diffs), 3)], ", ")
-}
-
-// attributesUseFilters reports whether any attributes git would apply to a checkout of commit
-// in src name a filter: info/attributes, the attributes file of the config or the default one,
-// and the commit's .gitattributes files (read with git grep in the recorded repository, before
-// the run).
-func (g *Git) attributesUseFilters(ctx context.Context, src Repo, commit string) (bool, error) {
-	const needle = "filter="
-	if bytes.Contains(src.attributes, []byte(needle)) {
-		return true, nil
-	}
-	files := []string{}
-	for i := 0; i+1 < len(src.settings); i += 2 {
-		if v, ok := strings.CutPrefix(src.settings[i+1], "core.attributesfile="); ok {
-			files = append(files, v)
-		}
-	}
-	if len(files) == 0 {
-		if dir, err := os.UserConfigDir(); err == nil {
-			files = append(files, filepath.Join(dir, "git", "attributes"))
-		}
-	}
-	for _, f := range files {
-		if b, err := readSmall(f); err == nil && bytes.Contains(b, []byte(needle)) {
-			return true, nil
-		}
-	}
-	if !isObjectID(commit) { // git grep (2.39) takes no --end-of-options before a revision
-		return false, fmt.Errorf("%w %q: not an object id", ErrBadRef, commit)
-	}
-	_, err := g.run(ctx, runOpts{repo: &src}, "grep", "-q", "--no-textconv", "-F", "-e", needle, commit, "--",
-		":(glob)**/.gitattributes")
-	if exitCode(err, 1) {
-		return false, nil
-	}
-	return err == nil, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,7 +81,7 @@ func findAdmin(commonDir, wt string) string {
 		if !de.IsDir() {
 			continue
 		}
-		b, err := readSmall(filepath.Join(dir, de.Name(), "gitdir"))
+		b, err := git.ReadSmall(filepath.Join(dir, de.Name(), "gitdir"))
 		if err == nil && filepath.Clean(strings.TrimSpace(string(b))) == want {
 			return filepath.Join(dir, de.Name())
 		}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"os"
 	"path/filepath"
 
@@ -45,7 +45,7 @@ func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
 		if fi, err := os.Lstat(entry); err != nil || !fi.IsDir() || checkPrivate(fi) != nil {
 			continue
 		}
-		data, err := readSmall(filepath.Join(entry, "owner.json"))
+		data, err := git.ReadSmall(filepath.Join(entry, "owner.json"))
 		if err != nil {
 			continue // no owner: not ours, or an entry being created right now
 		}
@@ -74,14 +74,4 @@ func ownerAlive(o owner) bool {
 	}
 	_, err := proc.StartTime(o.PID)
 	return !errors.Is(err, os.ErrNotExist)
-}
-
-// readSmall reads a regular file of at most 64 KiB without following a symlink.
-func readSmall(p string) ([]byte, error) {
-	f, err := openRegular(p, 64<<10)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, 64<<10))
 }

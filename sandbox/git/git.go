@@ -1,4 +1,4 @@
-package worktree
+package git
 
 import (
 	"bytes"
@@ -81,20 +81,20 @@ var keptGitEnv = map[string]bool{
 	"GIT_SSL_CAINFO":                  true,
 }
 
-// runOpts are the per-call knobs of run.
-type runOpts struct {
-	dir    string
-	env    []string  // extra KEY=value, applied last
-	stdout io.Writer // nil: collect into the returned bytes
-	stdin  io.Reader // nil: /dev/null
+// Opts are the per-call knobs of run.
+type Opts struct {
+	Dir    string
+	Env    []string  // extra KEY=value, applied last
+	Stdout io.Writer // nil: collect into the returned bytes
+	Stdin  io.Reader // nil: /dev/null
 	// repo pins the call to a repository recorded before a run (see Repo.pin): explicit git
 	// dir, common dir, work tree and index, no discovery, and no program a repository's
 	// config could name. shadow, when set, is the private git dir the call runs in instead of
 	// the repository's (see Repo.shadow). index is the index file it uses ("" = a path that
 	// does not exist).
-	repo   *Repo
-	shadow string
-	index  string
+	Repo   *Repo
+	Shadow string
+	Index  string
 }
 
 func (g *Git) environ(extra []string) []string {
@@ -118,8 +118,8 @@ func (g *Git) environ(extra []string) []string {
 	return append(env, extra...)
 }
 
-// run executes git with args in o.dir and returns its stdout (unless o.stdout is set).
-func (g *Git) run(ctx context.Context, o runOpts, args ...string) ([]byte, error) {
+// run executes git with args in o.Dir and returns its stdout (unless o.Stdout is set).
+func (g *Git) Run(ctx context.Context, o Opts, args ...string) ([]byte, error) {
 	command := g.Command
 	if command == nil {
 		command = exec.CommandContext
@@ -129,26 +129,26 @@ func (g *Git) run(ctx context.Context, o runOpts, args ...string) ([]byte, error
 		path = "git"
 	}
 	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)
-	env := o.env
-	if o.repo != nil {
+	env := o.Env
+	if o.Repo != nil {
 		full = slices.Clip(pinnedConfig)
-		if o.shadow != "" {
-			full = append(full, o.repo.settings...)
+		if o.Shadow != "" {
+			full = append(full, o.Repo.settings...)
 		}
 		full = append(full, args...)
-		env = append(o.repo.pin(o.shadow, o.index), o.env...)
-		if o.dir == "" {
-			o.dir = o.repo.Top
+		env = append(o.Repo.pin(o.Shadow, o.Index), o.Env...)
+		if o.Dir == "" {
+			o.Dir = o.Repo.Top
 		}
 	}
 	cmd := command(ctx, path, full...)
-	cmd.Dir = o.dir
+	cmd.Dir = o.Dir
 	cmd.Env = g.environ(env)
-	cmd.Stdin = o.stdin
+	cmd.Stdin = o.Stdin
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
-	if o.stdout != nil {
-		cmd.Stdout = o.stdout
+	if o.Stdout != nil {
+		cmd.Stdout = o.Stdout
 	} else {
 		cmd.Stdout = &out
 	}
@@ -233,7 +233,7 @@ func ValidateRef(ref string) error {
 }
 
 // isObjectID reports whether s looks like a full SHA-1 or SHA-256 object id.
-func isObjectID(s string) bool {
+func IsObjectID(s string) bool {
 	if len(s) != 40 && len(s) != 64 {
 		return false
 	}
@@ -260,7 +260,7 @@ func (g *Git) ResolveCommit(ctx context.Context, dir, rev string) (string, error
 	if err := ValidateRef(rev); err != nil {
 		return "", err
 	}
-	out, err := g.run(ctx, runOpts{dir: dir}, "rev-parse", "--verify", "-q", "--end-of-options", rev+"^{commit}")
+	out, err := g.Run(ctx, Opts{Dir: dir}, "rev-parse", "--verify", "-q", "--end-of-options", rev+"^{commit}")
 	if err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && ge.ExitCode == 1 {
@@ -269,7 +269,7 @@ func (g *Git) ResolveCommit(ctx context.Context, dir, rev string) (string, error
 		return "", fmt.Errorf("resolve %s: %w", rev, err)
 	}
 	id := strings.TrimSpace(string(out))
-	if !isObjectID(id) {
+	if !IsObjectID(id) {
 		return "", fmt.Errorf("resolve %s: unexpected output %q", rev, id)
 	}
 	return id, nil

@@ -1,4 +1,4 @@
-package worktree
+package git
 
 import (
 	"bufio"
@@ -57,7 +57,7 @@ func (g *Git) Evidence(ctx context.Context, dir string) (Evidence, error) {
 	if err != nil {
 		return Evidence{}, err
 	}
-	return g.take(ctx, repo)
+	return g.Take(ctx, repo)
 }
 
 // Inspect takes a new snapshot of the checkout before was taken of. It is the way back across
@@ -70,28 +70,28 @@ func (g *Git) Inspect(ctx context.Context, before Evidence) (Evidence, error) {
 	if before.Repo.Top == "" {
 		return Evidence{}, errors.New("inspect: no recorded repository")
 	}
-	return g.take(ctx, before.Repo)
+	return g.Take(ctx, before.Repo)
 }
 
-func (g *Git) take(ctx context.Context, repo Repo) (Evidence, error) {
+func (g *Git) Take(ctx context.Context, repo Repo) (Evidence, error) {
 	ev := Evidence{Repo: repo, Dir: repo.Top}
-	o := runOpts{repo: &ev.Repo}
+	o := Opts{Repo: &ev.Repo}
 	var snapErr error
-	err := parallel(
+	err := Parallel(
 		func() error {
-			if out, err := g.run(ctx, o, "symbolic-ref", "-q", "HEAD"); err == nil {
+			if out, err := g.Run(ctx, o, "symbolic-ref", "-q", "HEAD"); err == nil {
 				ev.Ref = strings.TrimSpace(string(out))
-			} else if !exitCode(err, 1) {
+			} else if !ExitCode(err, 1) {
 				return err
 			}
-			out, err := g.run(ctx, o, "rev-parse", "--verify", "-q", "--end-of-options", "HEAD^{commit}")
+			out, err := g.Run(ctx, o, "rev-parse", "--verify", "-q", "--end-of-options", "HEAD^{commit}")
 			switch {
 			case err == nil:
 				ev.Head = strings.TrimSpace(string(out))
-				if !isObjectID(ev.Head) {
+				if !IsObjectID(ev.Head) {
 					return fmt.Errorf("resolve HEAD: unexpected output %q", ev.Head)
 				}
-			case exitCode(err, 1): // unborn branch
+			case ExitCode(err, 1): // unborn branch
 			default:
 				return err
 			}
@@ -99,25 +99,25 @@ func (g *Git) take(ctx context.Context, repo Repo) (Evidence, error) {
 			ev.Refs, err2 = g.refs(ctx, o)
 			return err2
 		},
-		func() error { snapErr = g.snapshot(ctx, &ev.Repo, &ev); return snapErr },
+		func() error { snapErr = g.Snapshot(ctx, &ev.Repo, &ev); return snapErr },
 	)
 	if err != nil {
 		return Evidence{}, fmt.Errorf("evidence %s: %w", repo.Top, err)
 	}
-	if !isObjectID(ev.Tree) {
+	if !IsObjectID(ev.Tree) {
 		return Evidence{}, fmt.Errorf("evidence %s: write-tree: unexpected output %q", repo.Top, ev.Tree)
 	}
 	return ev, nil
 }
 
-func exitCode(err error, code int) bool {
+func ExitCode(err error, code int) bool {
 	var ge *GitError
 	return errors.As(err, &ge) && ge.ExitCode == code
 }
 
 // refs lists every ref with its object id.
-func (g *Git) refs(ctx context.Context, o runOpts) (map[string]string, error) {
-	out, err := g.run(ctx, o, "for-each-ref", "--format=%(objectname) %(refname)")
+func (g *Git) refs(ctx context.Context, o Opts) (map[string]string, error) {
+	out, err := g.Run(ctx, o, "for-each-ref", "--format=%(objectname) %(refname)")
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package worktree
+package git
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ func (g *Git) Compare(ctx context.Context, before, after Evidence) (Change, erro
 			c.Warnings = append(c.Warnings, fmt.Sprintf("a nested git repository appeared at %q: its files are in the diff as ordinary files; its .git was not read", n))
 		}
 	}
-	if !isObjectID(before.Tree) || !isObjectID(after.Tree) {
+	if !IsObjectID(before.Tree) || !IsObjectID(after.Tree) {
 		return c, fmt.Errorf("compare %s: snapshot without a tree", after.Dir)
 	}
 	if before.Tree == after.Tree {
@@ -106,17 +106,17 @@ func (g *Git) Compare(ctx context.Context, before, after Evidence) (Change, erro
 	if before.Repo.Top == "" {
 		return c, fmt.Errorf("compare %s: no recorded repository", after.Dir)
 	}
-	o, _, done, err := before.Repo.shadowed()
+	o, _, done, err := before.Repo.Shadowed()
 	if err != nil {
 		return c, fmt.Errorf("compare %s: %w", after.Dir, err)
 	}
 	defer done()
-	if c.ChangedFiles, c.FilesTruncated, err = g.diffFiles(ctx, o, before.Tree, after.Tree); err != nil {
+	if c.ChangedFiles, c.FilesTruncated, err = g.DiffFiles(ctx, o, before.Tree, after.Tree); err != nil {
 		return c, fmt.Errorf("compare %s: %w", after.Dir, err)
 	}
 	cw := &capWriter{max: MaxDiffBytes}
-	o.stdout = cw
-	if _, err := g.run(ctx, o, diffArgs(before.Tree, after.Tree, "--patch")...); err != nil {
+	o.Stdout = cw
+	if _, err := g.Run(ctx, o, diffArgs(before.Tree, after.Tree, "--patch")...); err != nil {
 		return c, fmt.Errorf("compare %s: %w", after.Dir, err)
 	}
 	c.Diff, c.Truncated = string(cw.buf), cw.truncated
@@ -134,8 +134,8 @@ func diffArgs(from, to string, flags ...string) []string {
 
 // diffFiles lists the paths that differ between two tree-ish objects, with rename detection,
 // binary flags and line counts, from one `git diff --raw --numstat -z`.
-func (g *Git) diffFiles(ctx context.Context, o runOpts, from, to string) ([]FileChange, bool, error) {
-	out, err := g.run(ctx, o, diffArgs(from, to, "--raw", "--numstat", "-z")...)
+func (g *Git) DiffFiles(ctx context.Context, o Opts, from, to string) ([]FileChange, bool, error) {
+	out, err := g.Run(ctx, o, diffArgs(from, to, "--raw", "--numstat", "-z")...)
 	if err != nil {
 		return nil, false, err
 	}

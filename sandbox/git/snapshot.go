@@ -1,8 +1,9 @@
-package worktree
+package git
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -17,7 +18,7 @@ import (
 	"sync"
 )
 
-// snapshot fills ev.Index, ev.Tree, ev.Submodules and ev.Nested for the recorded repository r.
+// Snapshot fills ev.Index, ev.Tree, ev.Submodules and ev.Nested for the recorded repository r.
 //
 // It gives the trees `git add -A` into a copy of the index gives, built so that nothing a run
 // wrote can make the host execute a program or read outside the work tree:
@@ -32,25 +33,25 @@ import (
 //     plain files here (its .git is never looked into), and tracked submodules stay at their
 //     recorded commit — git never follows a .git file or directory the run could have planted;
 //     only the stat data of files inside submodules is fingerprinted.
-func (g *Git) snapshot(ctx context.Context, r *Repo, ev *Evidence) error {
-	o, tmp, done, err := r.shadowed()
+func (g *Git) Snapshot(ctx context.Context, r *Repo, ev *Evidence) error {
+	o, tmp, done, err := r.Shadowed()
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := copyIndex(r.Index, o.index); err != nil {
+	if err := CopyIndex(r.Index, o.Index); err != nil {
 		return fmt.Errorf("copy index: %w", err)
 	}
 
 	var stage, others []byte
-	err = parallel(
-		func() (err error) { stage, err = g.run(ctx, o, "ls-files", "--stage", "-z"); return err },
+	err = Parallel(
+		func() (err error) { stage, err = g.Run(ctx, o, "ls-files", "--stage", "-z"); return err },
 		func() (err error) {
-			others, err = g.run(ctx, o, "ls-files", "--others", "--exclude-standard", "-z")
+			others, err = g.Run(ctx, o, "ls-files", "--others", "--exclude-standard", "-z")
 			return err
 		},
 		func() error {
-			out, err := g.run(ctx, o, "write-tree", "--missing-ok")
+			out, err := g.Run(ctx, o, "write-tree", "--missing-ok")
 			if err == nil {
 				ev.Index = strings.TrimSpace(string(out))
 			}
@@ -67,10 +68,47 @@ func (g *Git) snapshot(ctx context.Context, r *Repo, ev *Evidence) error {
 	defer root.Close()
 	w := &walker{root: root}
 
-	// Pathspecs for add: everything but submodules and nested repositories.
+	spec, subs, nested, err := g.addSpec(ctx, o, w, stage, others, ev)
+	if err != nil {
+		return err
+	}
+	ev.Submodules = w.fingerprint(subs)
+
+	// --ignore-errors keeps going past files that vanish or cannot be read mid-scan; git still
+	// exits non-zero then, so try once more before settling for a best-effort tree.
+	add := []string{"add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"}
+	ao := o
+	ao.Stdin = bytes.NewReader(spec.Bytes())
+	_, err = g.Run(ctx, ao, add...)
+	if err != nil && ctx.Err() == nil {
+		ao.Stdin = bytes.NewReader(spec.Bytes())
+		_, err = g.Run(ctx, ao, add...)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		ev.Incomplete = true
+		ev.Warnings = append(ev.Warnings, "some files could not be read for the git evidence: "+err.Error())
+	}
+	if err := g.addNested(ctx, o, tmp, w, nested, ev); err != nil {
+		return err
+	}
+	out, err := g.Run(ctx, o, "write-tree", "--missing-ok")
+	if err != nil {
+		return err
+	}
+	ev.Tree = strings.TrimSpace(string(out))
+	return nil
+}
+
+// addSpec is the pathspec of `git add` (NUL-separated, from stdin): everything but submodules
+// and nested repositories; it records the nested repositories in ev and returns their files
+// (read as plain files) and the submodule paths.
+func (g *Git) addSpec(ctx context.Context, o Opts, w *walker, stage, others []byte, ev *Evidence) (bytes.Buffer, []string, []candidate, error) {
 	var spec bytes.Buffer
 	spec.WriteString(".\x00")
-	subs := gitlinks(stage)
+	subs := Gitlinks(stage)
 	for _, path := range subs {
 		spec.WriteString(":(exclude,literal)" + path + "\x00")
 	}
@@ -84,61 +122,42 @@ func (g *Git) snapshot(ctx context.Context, r *Repo, ev *Evidence) error {
 		spec.WriteString(":(exclude,literal)" + dir + "/\x00")
 		found, err := g.nestedFiles(ctx, o, w, dir)
 		if err != nil {
-			return err
+			return spec, nil, nil, err
 		}
 		nested = append(nested, found...)
 	}
-	ev.Submodules = w.fingerprint(subs)
+	return spec, subs, nested, nil
+}
 
-	// --ignore-errors keeps going past files that vanish or cannot be read mid-scan; git still
-	// exits non-zero then, so try once more before settling for a best-effort tree.
-	add := []string{"add", "-A", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul"}
-	ao := o
-	ao.stdin = bytes.NewReader(spec.Bytes())
-	_, err = g.run(ctx, ao, add...)
-	if err != nil && ctx.Err() == nil {
-		ao.stdin = bytes.NewReader(spec.Bytes())
-		_, err = g.run(ctx, ao, add...)
+// addNested stores the files of nested repositories, read as plain files, in the snapshot's index.
+func (g *Git) addNested(ctx context.Context, o Opts, tmp string, w *walker, nested []candidate, ev *Evidence) error {
+	if len(nested) == 0 {
+		return nil
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		ev.Incomplete = true
-		ev.Warnings = append(ev.Warnings, "some files could not be read for the git evidence: "+err.Error())
-	}
-	if len(nested) > 0 {
-		edits, warns, err := g.hashCandidates(ctx, o, tmp, w, nested)
-		if err != nil {
-			return err
-		}
-		if len(warns) > 0 {
-			ev.Incomplete = true
-			ev.Warnings = append(ev.Warnings, warns...)
-		}
-		if len(edits) > 0 {
-			var in bytes.Buffer
-			for _, e := range edits {
-				fmt.Fprintf(&in, "%s %s\t%s\x00", e.mode, e.oid, e.path)
-			}
-			uo := o
-			uo.stdin = &in
-			if _, err := g.run(ctx, uo, "update-index", "--add", "--replace", "-z", "--index-info"); err != nil {
-				return err
-			}
-		}
-	}
-	out, err := g.run(ctx, o, "write-tree", "--missing-ok")
+	edits, warns, err := g.hashCandidates(ctx, o, tmp, w, nested)
 	if err != nil {
 		return err
 	}
-	ev.Tree = strings.TrimSpace(string(out))
-	return nil
+	if len(warns) > 0 {
+		ev.Incomplete = true
+		ev.Warnings = append(ev.Warnings, warns...)
+	}
+	if len(edits) == 0 {
+		return nil
+	}
+	var in bytes.Buffer
+	for _, e := range edits {
+		fmt.Fprintf(&in, "%s %s\t%s\x00", e.mode, e.oid, e.path)
+	}
+	uo := o
+	uo.Stdin = &in
+	_, err = g.Run(ctx, uo, "update-index", "--add", "--replace", "-z", "--index-info")
+	return err
 }
 
 // gitlinks returns the paths of the submodule entries in `ls-files --stage -z` output, without
 // splitting the (large) listing into strings.
-func gitlinks(stage []byte) []string {
+func Gitlinks(stage []byte) []string {
 	var subs []string
 	prefix := []byte(modeGitlink + " ")
 	for len(stage) > 0 {
@@ -162,18 +181,18 @@ func gitlinks(stage []byte) []string {
 
 // shadowed prepares a private temp dir with a shadow git dir for r and returns the options of a
 // call pinned to it (index: tmp/index, not created), the dir, and its removal.
-func (r *Repo) shadowed() (runOpts, string, func(), error) {
+func (r *Repo) Shadowed() (Opts, string, func(), error) {
 	tmp, err := os.MkdirTemp("", "cline-mcp-snap-")
 	if err != nil {
-		return runOpts{}, "", nil, err
+		return Opts{}, "", nil, err
 	}
 	done := func() { os.RemoveAll(tmp) }
 	shadow, err := r.shadow(tmp)
 	if err != nil {
 		done()
-		return runOpts{}, "", nil, err
+		return Opts{}, "", nil, err
 	}
-	return runOpts{repo: r, shadow: shadow, index: filepath.Join(tmp, "index")}, tmp, done, nil
+	return Opts{Repo: r, Shadow: shadow, Index: filepath.Join(tmp, "index")}, tmp, done, nil
 }
 
 // copyIndex copies the index file at src to dst, never following a symlink, and gives the copy
@@ -181,8 +200,8 @@ func (r *Repo) shadowed() (runOpts, string, func(), error) {
 // files changed in the same instant the index was written ("racily clean" entries, whose content
 // it then compares); a fresh mtime would hide such a change. A missing (or empty) index means an
 // empty one: nothing is created.
-func copyIndex(src, dst string) error {
-	f, err := openRegular(src, maxIndexBytes)
+func CopyIndex(src, dst string) error {
+	f, err := OpenRegular(src, maxIndexBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -215,7 +234,7 @@ const maxIndexBytes = 2 << 30
 
 // openRegular opens path for reading only if it is a regular file no bigger than limit; a
 // symlink, FIFO, socket or device is refused before it is opened.
-func openRegular(path string, limit int64) (*os.File, error) {
+func OpenRegular(path string, limit int64) (*os.File, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, err
@@ -238,7 +257,7 @@ func openRegular(path string, limit int64) (*os.File, error) {
 }
 
 // parallel runs fns at once and joins their errors.
-func parallel(fns ...func() error) error {
+func Parallel(fns ...func() error) error {
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns {
@@ -262,7 +281,7 @@ type candidate struct {
 
 // nestedFiles lists the files of a directory git treats as a nested repository, as if it were
 // an ordinary directory: its .git (at any depth) is skipped, never read, and ignore rules apply.
-func (g *Git) nestedFiles(ctx context.Context, o runOpts, w *walker, dir string) ([]candidate, error) {
+func (g *Git) nestedFiles(ctx context.Context, o Opts, w *walker, dir string) ([]candidate, error) {
 	var found []candidate
 	var walk func(d string) error
 	walk = func(d string) error {
@@ -306,8 +325,8 @@ func (g *Git) nestedFiles(ctx context.Context, o runOpts, w *walker, dir string)
 	for _, c := range found {
 		in.WriteString(c.path + "\x00")
 	}
-	out, err := g.run(ctx, runOpts{repo: o.repo, index: o.index, stdin: &in}, "check-ignore", "--no-index", "-z", "--stdin")
-	if err != nil && !exitCode(err, 1) { // 1 = nothing ignored
+	out, err := g.Run(ctx, Opts{Repo: o.Repo, Index: o.Index, Stdin: &in}, "check-ignore", "--no-index", "-z", "--stdin")
+	if err != nil && !ExitCode(err, 1) { // 1 = nothing ignored
 		return nil, err
 	}
 	ignored := map[string]bool{}
@@ -361,7 +380,7 @@ type edit struct{ mode, oid, path string }
 // hashCandidates copies every candidate's content (a symlink's target name, never its target)
 // through the walker's root and stores it with one `hash-object -w --no-filters`. It returns
 // the entries to write and warnings for files that could not be read.
-func (g *Git) hashCandidates(ctx context.Context, o runOpts, tmp string, w *walker, cands []candidate) ([]edit, []string, error) {
+func (g *Git) hashCandidates(ctx context.Context, o Opts, tmp string, w *walker, cands []candidate) ([]edit, []string, error) {
 	var todo []candidate
 	var paths bytes.Buffer
 	var warns []string
@@ -378,8 +397,8 @@ func (g *Git) hashCandidates(ctx context.Context, o runOpts, tmp string, w *walk
 		return nil, warns, nil
 	}
 	ho := o
-	ho.stdin = &paths
-	out, err := g.run(ctx, ho, "hash-object", "-w", "--no-filters", "--stdin-paths")
+	ho.Stdin = &paths
+	out, err := g.Run(ctx, ho, "hash-object", "-w", "--no-filters", "--stdin-paths")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -425,4 +444,20 @@ func (w *walker) copyOut(c candidate, dst string) error {
 		err = cerr
 	}
 	return err
+}
+
+// ReadSmall reads a regular file of at most 64 KiB without following a symlink.
+func ReadSmall(p string) ([]byte, error) {
+	f, err := OpenRegular(p, 64<<10)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 64<<10))
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -1,6 +1,7 @@
-package worktree
+package git
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ func (g *Git) Open(ctx context.Context, dir string) (Repo, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	out, err := g.run(ctx, runOpts{dir: dir}, "rev-parse", "--is-inside-work-tree", "--show-toplevel",
+	out, err := g.Run(ctx, Opts{Dir: dir}, "rev-parse", "--is-inside-work-tree", "--show-toplevel",
 		"--absolute-git-dir", "--git-common-dir", "--git-path", "index", "--show-object-format")
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) > 0 && lines[0] == "false" {
@@ -88,8 +89,8 @@ func (g *Git) Open(ctx context.Context, dir string) (Repo, error) {
 	if r.ObjectFormat != "sha1" && r.ObjectFormat != "sha256" {
 		return Repo{}, fmt.Errorf("git repository of %s: unknown object format %q", dir, r.ObjectFormat)
 	}
-	out, err = g.run(ctx, runOpts{dir: dir}, "config", "-z", "--get-regexp", recordedKeys.String()+"|"+poolKeys.String())
-	if err != nil && !exitCode(err, 1) { // 1 = none set
+	out, err = g.Run(ctx, Opts{Dir: dir}, "config", "-z", "--get-regexp", recordedKeys.String()+"|"+poolKeys.String())
+	if err != nil && !ExitCode(err, 1) { // 1 = none set
 		return Repo{}, fmt.Errorf("git config of %s: %w", dir, err)
 	}
 	home, _ := os.UserHomeDir()
@@ -111,8 +112,8 @@ func (g *Git) Open(ctx context.Context, dir string) (Repo, error) {
 		}
 		r.settings = append(r.settings, "-c", k+"="+v)
 	}
-	r.exclude, _ = readSmall(filepath.Join(r.CommonDir, "info", "exclude"))
-	r.attributes, _ = readSmall(filepath.Join(r.CommonDir, "info", "attributes"))
+	r.exclude, _ = ReadSmall(filepath.Join(r.CommonDir, "info", "exclude"))
+	r.attributes, _ = ReadSmall(filepath.Join(r.CommonDir, "info", "attributes"))
 	return r, nil
 }
 
@@ -217,4 +218,51 @@ func (r *Repo) zeroOID() string {
 		return strings.Repeat("0", 64)
 	}
 	return strings.Repeat("0", 40)
+}
+
+// AttributesUseFilters reports whether any attributes git would apply to a checkout of commit
+// in src name a filter: info/attributes, the attributes file of the config or the default one,
+// and the commit's .gitattributes files (read with git grep in the recorded repository, before
+// the run).
+func (g *Git) AttributesUseFilters(ctx context.Context, src Repo, commit string) (bool, error) {
+	const needle = "filter="
+	if bytes.Contains(src.attributes, []byte(needle)) {
+		return true, nil
+	}
+	files := []string{}
+	for i := 0; i+1 < len(src.settings); i += 2 {
+		if v, ok := strings.CutPrefix(src.settings[i+1], "core.attributesfile="); ok {
+			files = append(files, v)
+		}
+	}
+	if len(files) == 0 {
+		if dir, err := os.UserConfigDir(); err == nil {
+			files = append(files, filepath.Join(dir, "git", "attributes"))
+		}
+	}
+	for _, f := range files {
+		if b, err := ReadSmall(f); err == nil && bytes.Contains(b, []byte(needle)) {
+			return true, nil
+		}
+	}
+	if !IsObjectID(commit) { // git grep (2.39) takes no --end-of-options before a revision
+		return false, fmt.Errorf("%w %q: not an object id", ErrBadRef, commit)
+	}
+	_, err := g.Run(ctx, Opts{Repo: &src}, "grep", "-q", "--no-textconv", "-F", "-e", needle, commit, "--",
+		":(glob)**/.gitattributes")
+	if ExitCode(err, 1) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// PoolBlocker says why a worktree of this repository cannot be moved between commits the way
+// `git worktree add` checks them out ("" when it can): core.sparseCheckout is on, or the config
+// defines a filter program (see AttributesUseFilters for whether the attributes use one).
+func (r Repo) PoolBlocker() (sparse, filters bool) { return r.sparse, r.filters }
+
+// Adopt takes over src's recorded config (the data-only settings, info/exclude and
+// info/attributes): a pooled worktree's record keeps the repository's, whatever a run wrote.
+func (r *Repo) Adopt(src Repo) {
+	r.settings, r.exclude, r.attributes = src.settings, src.exclude, src.attributes
 }

@@ -1,4 +1,4 @@
-package worktree
+package git
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func TestEvidenceCompareRunChanges(t *testing.T) {
 	if before.Dir != resolved(t, repo) {
 		t.Errorf("Dir: got %q, want %q", before.Dir, resolved(t, repo))
 	}
-	if before.Ref != "refs/heads/main" || !isObjectID(before.Head) || !isObjectID(before.Tree) || before.Incomplete {
+	if before.Ref != "refs/heads/main" || !IsObjectID(before.Head) || !IsObjectID(before.Tree) || before.Incomplete {
 		t.Errorf("before: got ref %q head %q tree %q incomplete %v", before.Ref, before.Head, before.Tree, before.Incomplete)
 	}
 
@@ -272,7 +272,7 @@ func TestEvidenceUnbornHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if before.Head != "" || before.Ref != "refs/heads/main" || !isObjectID(before.Tree) {
+	if before.Head != "" || before.Ref != "refs/heads/main" || !IsObjectID(before.Tree) {
 		t.Fatalf("unborn: got head %q ref %q tree %q", before.Head, before.Ref, before.Tree)
 	}
 	if _, err := os.Stat(filepath.Join(repo, ".git", "index")); !errors.Is(err, os.ErrNotExist) {
@@ -316,7 +316,7 @@ func TestEvidenceIncompleteWhenFilesUnreadable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ev.Incomplete || len(ev.Warnings) != 1 || !isObjectID(ev.Tree) || adds != 2 {
+	if !ev.Incomplete || len(ev.Warnings) != 1 || !IsObjectID(ev.Tree) || adds != 2 {
 		t.Errorf("got incomplete %v warnings %q tree %q after %d adds, want incomplete with a tree after 2 adds",
 			ev.Incomplete, ev.Warnings, ev.Tree, adds)
 	}
