@@ -82,13 +82,19 @@ func answerIntact(t *testing.T, nonStreaming bool) {
 	}
 }
 
-// wantToolSchemas checks what the model is offered: our three tools with their input schemas.
+// wantToolSchemas checks what the model is offered: our three run tools with their input schemas,
+// and the two tools that follow their sessions and background jobs.
 func wantToolSchemas(t *testing.T, req apiRequest) {
 	t.Helper()
 	want := map[string][]string{ // tool → required properties
 		"mcp__cline__ask_cline":           {"prompt"},
 		"mcp__cline__apply_cline_edits":   {"prompt", "cwd"},
 		"mcp__cline__ask_cline_workspace": {"prompt", "cwd"},
+	}
+	for _, name := range []string{"mcp__cline__cline_sessions", "mcp__cline__cline_job"} {
+		if !slices.ContainsFunc(req.Body.Tools, func(tl apiTool) bool { return tl.Name == name }) {
+			t.Errorf("the model is not offered %s", name)
+		}
 	}
 	for _, tool := range req.Body.Tools {
 		req, ok := want[tool.Name]
@@ -103,7 +109,8 @@ func wantToolSchemas(t *testing.T, req apiRequest) {
 			names = append(names, k)
 		}
 		slices.Sort(names)
-		wantNames := []string{"cwd", "isolation", "model", "prompt", "provider", "thinking", "timeoutSeconds"}
+		wantNames := []string{"background", "cwd", "isolation", "model", "prompt", "protocol", "provider",
+			"sessionId", "thinking", "timeoutSeconds"}
 		if tool.Name == "mcp__cline__ask_cline" {
 			wantNames = append(wantNames, "systemPrompt")
 			slices.Sort(wantNames)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -89,8 +90,10 @@ func smoke(server, cline string) error {
 	for _, t := range tools.Tools {
 		names = append(names, t.Name)
 	}
-	if len(names) != 3 {
-		return fmt.Errorf("got tools %v, want ask_cline, apply_cline_edits, ask_cline_workspace", names)
+	for _, want := range []string{"ask_cline", "apply_cline_edits", "ask_cline_workspace", "cline_sessions", "cline_job"} {
+		if !slices.Contains(names, want) {
+			return fmt.Errorf("got tools %v, want ask_cline, apply_cline_edits, ask_cline_workspace, cline_sessions and cline_job", names)
+		}
 	}
 	step("tools: %s", strings.Join(names, ", "))
 

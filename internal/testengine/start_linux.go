@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -147,7 +148,43 @@ func (e *Engine) Stop() error {
 	// Whatever the engine started in its group (containerd, conmon) goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	e.cmd = nil
-	return errors.Join(e.hostUntouched(), os.RemoveAll(e.Dir))
+	return errors.Join(e.hostUntouched(), removeState(e.Dir))
+}
+
+// removeState removes an engine's state directory. An engine killed in the middle of its own
+// teardown (Podman's storage under load) can leave overlay and shm mounts inside it, and a
+// process of its group may still be exiting: those mounts are detached, deepest first, and the
+// removal is retried for a few seconds before it counts as failed.
+func removeState(dir string) error {
+	var err error
+	for i := 0; i < 20; i++ {
+		detachMountsUnder(dir)
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return err
+}
+
+// detachMountsUnder lazily unmounts every mount point below dir in this mount namespace.
+func detachMountsUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	// deepest first: a mount inside another must go before it
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, p := range points {
+		_ = syscall.Unmount(p, syscall.MNT_DETACH)
+	}
 }
 
 // sweepStale removes the state directories of private engines whose process is gone (their
