@@ -167,6 +167,47 @@ type Exit struct {
 	// non-provider endpoints it reached; nil when no proxy guarded the run or there is neither.
 	// (A pointer keeps Exit comparable.)
 	Egress *EgressReport
+	// Container is what a container executor enforced for the run, read from the request it
+	// sent the engine and the image it ran; nil for the host executor and for runs that never
+	// reached a create.
+	Container *ContainerReport
+}
+
+// ContainerReport is what a container executor enforced for one run — taken from the create
+// request the engine accepted and the image it inspected, not from its options — so a caller
+// can assert it.
+type ContainerReport struct {
+	Engine  string // "docker" or "podman"
+	Image   string // as configured
+	ImageID string // the image that ran (the engine's id)
+	// CLI is what the image says it holds (its io.cline-mcp.cli label, e.g. "cline@3.0.65");
+	// empty when the image does not say.
+	CLI  string
+	User string // uid:gid inside the container
+	// UsernsMode is the engine's user namespace mode ("keep-id" on rootless Podman), "" for
+	// the engine's default.
+	UsernsMode      string
+	ReadOnlyRoot    bool
+	CapDrop         []string
+	NoNewPrivileges bool
+	Privileged      bool
+	// Network is the container's network mode: "none", or the network it joined.
+	Network string
+	// Egress is the executor's egress mode for the run (none, provider, open).
+	Egress EgressMode
+	// Mounts are the run's mounts: where, read-only or writable, bind or copied.
+	Mounts      []MountReport
+	MemoryBytes int64
+	PidsLimit   int64
+}
+
+// MountReport is one mount of a container run.
+type MountReport struct {
+	Target   string
+	ReadOnly bool
+	// Kind is "bind" (the host path itself), "copy" (a volume filled with a copy, copy mode)
+	// or "tmpfs" (memory, gone with the container).
+	Kind string
 }
 
 // EgressReport is what an egress proxy refused during one run, and which endpoints other than

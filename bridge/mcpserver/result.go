@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cline-mcp/cline-mcp/bridge/run"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 // toolResult is the one place where an outcome becomes MCP content: seed-compatible text plus
@@ -112,6 +113,9 @@ func structured(tool run.Tool, r run.Result) object {
 	}
 	o.add("isolation", isolation)
 	o.add("attemptIsolation", iso)
+	if r.Enforcement != nil {
+		o.add("enforcement", r.Enforcement)
+	}
 	if !r.OK {
 		o.add("stderrTail", r.StderrTail)
 		o.add("stdoutTail", r.StdoutTail)
@@ -211,6 +215,9 @@ func successText(tool run.Tool, r run.Result) string {
 			b.WriteString("- " + w + "\n")
 		}
 	}
+	if line := enforcedLine(r); line != "" {
+		b.WriteString("\n\n" + line)
+	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -229,6 +236,9 @@ func errorText(r run.Result) string {
 		b.WriteString("Exit code: none\n")
 	}
 	fmt.Fprintf(&b, "Attempts: %d\n", r.Attempts)
+	if line := enforcedLine(r); line != "" {
+		b.WriteString(line + "\n")
+	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("Warnings:\n")
 		for _, w := range r.Warnings {
@@ -244,4 +254,13 @@ func orNone(s string) string {
 		return "(empty)"
 	}
 	return s
+}
+
+// enforcedLine is the text's one line on what a container run had enforced; a host run's text
+// stays the answer alone (its structuredContent says "host").
+func enforcedLine(r run.Result) string {
+	if r.Enforcement == nil || r.Enforcement.Isolation != sandbox.IsolationDocker {
+		return ""
+	}
+	return "Enforced: " + r.Enforcement.Summary
 }

@@ -94,7 +94,7 @@ func TestResultStringsComeFromTheResult(t *testing.T) {
 					rest := marker.ReplaceAllString(text, "")
 					for _, layout := range []string{"Changed files:", "Diff:", "[diff truncated]", "Warnings:",
 						"Note: the worktree", "could not be removed.", "No files changed.", "Kind:", "Message:",
-						"Exit code:", "signal", "Attempts:", "Stderr tail:", "Stdout tail:", "->"} {
+						"Exit code:", "signal", "Attempts:", "Stderr tail:", "Stdout tail:", "->", "Enforced:"} {
 						rest = strings.ReplaceAll(rest, layout, "")
 					}
 					if strings.IndexFunc(rest, func(c rune) bool { return c >= 'A' && c <= 'z' }) >= 0 {

@@ -59,6 +59,7 @@ type output struct {
 	Usage            run.Usage           `json:"usage,omitzero"`
 	Isolation        sandbox.Isolation   `json:"isolation,omitempty"`
 	AttemptIsolation []sandbox.Isolation `json:"attemptIsolation,omitempty"`
+	Enforcement      *run.Enforcement    `json:"enforcement,omitempty"`
 	Kind             cline.Kind          `json:"kind,omitempty"`
 	Message          string              `json:"message,omitempty"`
 	Retryable        bool                `json:"retryable,omitempty"`

@@ -201,7 +201,12 @@ func samples() map[run.Tool][]run.Result {
 		r := run.Result{OK: true, Text: "answer", Warnings: []string{"w"}, Attempts: 2, ExitCode: &code, Signal: &sig,
 			Duration: 1.5, Model: "m", Usage: &run.Usage{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, TotalCost: 0.5},
 			Isolation: sandbox.IsolationDocker, AttemptIsolation: []sandbox.Isolation{sandbox.IsolationHost, sandbox.IsolationDocker},
-			SessionID: "1796278600502_lmK-X_cli", Turn: 2, Rejected: []run.Rejection{{Tool: "editor", Kind: "edit", Title: "editor: x", Reason: "read-only"}}}
+			SessionID: "1796278600502_lmK-X_cli", Turn: 2, Rejected: []run.Rejection{{Tool: "editor", Kind: "edit", Title: "editor: x", Reason: "read-only"}},
+			Enforcement: &run.Enforcement{Isolation: sandbox.IsolationDocker, Egress: sandbox.EgressProvider,
+				AllowedEndpoints: []string{"api.anthropic.com:443"}, RefusedEndpoints: []string{"evil.example:443"}, Summary: "docker container",
+				Container: &run.ContainerEnforcement{Engine: "docker", Image: "cline-mcp/cline:latest", ImageID: "sha256:1", CLI: "cline@3.0.65",
+					User: "1000:1000", UsernsMode: "keep-id", ReadOnlyRoot: true, CapDrop: []string{"ALL"}, NoNewPrivileges: true,
+					Network: "none", Mounts: []run.MountEnforcement{{Target: "/work", Kind: "bind"}}, MemoryBytes: 1 << 31, PidsLimit: 256}}}
 		switch tool {
 		case run.ApplyClineEdits:
 			r.Diff, r.DiffTruncated, r.ChangedFiles, r.HeadBefore, r.HeadAfter, r.Git = &diff, true, files, "a", "b", git
@@ -321,7 +326,7 @@ func TestSchemaAgreementOutput(t *testing.T) {
 		"DiffTruncated": {"diffTruncated"}, "ChangedFiles": {"changedFiles"}, "HeadBefore": {"headBefore"},
 		"HeadAfter": {"headAfter"}, "Git": {"git"}, "Worktree": {"worktree"}, "Kind": {"kind"}, "Message": {"message"},
 		"Retryable": {"retryable"}, "StderrTail": {"stderrTail"}, "StdoutTail": {"stdoutTail"},
-		"SessionID": {"sessionId"}, "Turn": {"turn"}, "Rejected": {"rejectedToolCalls"},
+		"SessionID": {"sessionId"}, "Turn": {"turn"}, "Rejected": {"rejectedToolCalls"}, "Enforcement": {"enforcement"},
 	}
 	outKeys := map[string]bool{}
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[output]()) {

@@ -23,6 +23,8 @@ type attempt struct {
 	toolCalls  int
 	stdoutTail string
 	stderrTail string
+	// enforcement is what the attempt had enforced (nil when it failed before its executor).
+	enforcement *Enforcement
 	// warnings are this attempt's: its settings copy, tool policy, network and merge-back.
 	warnings []string
 	// providers is the providers.json the attempt runs with (the ACP engine reads its provider).
@@ -91,6 +93,7 @@ func (k *call) attempts(ctx context.Context) Result {
 		k.res.Attempts = n
 		k.res.AttemptIsolation = append(k.res.AttemptIsolation, iso)
 		k.res.Isolation = iso
+		k.res.Enforcement = a.enforcement
 		if a.verdict.OK || n >= 2 || ctx.Err() != nil || !cline.ShouldRetry(a.verdict, k.TimeoutSeconds) {
 			break
 		}
@@ -187,6 +190,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 
 	k.progress(fmt.Sprintf("attempt %d: starting Cline (%s)", n, iso))
 	copyBack := k.engine.run(ctx, k, &a, exec, spec)
+	a.enforcement = k.enforcementOf(iso, spec, a.exit)
 	if !a.ran {
 		return a
 	}

@@ -101,6 +101,8 @@ type Result struct {
 	// Isolation is where the last attempt ran; AttemptIsolation lists every attempt's.
 	Isolation        sandbox.Isolation
 	AttemptIsolation []sandbox.Isolation
+	// Enforcement is what the last attempt had enforced (enforcement.go); nil when no attempt ran.
+	Enforcement *Enforcement
 
 	// apply_cline_edits
 	Diff          *string

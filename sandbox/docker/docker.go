@@ -372,16 +372,35 @@ func (e *Executor) forgetPing() {
 // ImagePresent reports whether the executor's image exists on the engine. It does not ping
 // first; a connection failure is a *sandbox.LaunchError with the engine hint.
 func (e *Executor) ImagePresent(ctx context.Context) (bool, error) {
-	_, err := e.cli.ImageInspect(ctx, e.image)
+	_, ok, err := e.inspectImage(ctx)
+	return ok, err
+}
+
+// imageInfo is what a run reports of the image it ran: the engine's id and the CLI the image
+// says it holds (its LabelCLI).
+type imageInfo struct {
+	id, cli string
+}
+
+// LabelCLI is the image label naming the Cline CLI inside ("cline@3.0.65"; images/cline).
+const LabelCLI = "io.cline-mcp.cli"
+
+// inspectImage is ImagePresent with what the run reports of the image.
+func (e *Executor) inspectImage(ctx context.Context) (imageInfo, bool, error) {
+	res, err := e.cli.ImageInspect(ctx, e.image)
 	switch {
 	case err == nil:
-		return true, nil
+		info := imageInfo{id: res.ID}
+		if res.Config != nil {
+			info.cli = res.Config.Labels[LabelCLI]
+		}
+		return info, true, nil
 	case cerrdefs.IsNotFound(err):
-		return false, nil
+		return imageInfo{}, false, nil
 	case client.IsErrConnectionFailed(err):
-		return false, engineError("image inspect", err)
+		return imageInfo{}, false, engineError("image inspect", err)
 	}
-	return false, fmt.Errorf("image inspect %s: %w", e.image, err)
+	return imageInfo{}, false, fmt.Errorf("image inspect %s: %w", e.image, err)
 }
 
 // isNotFound reports an engine "no such container/image" answer; cleanup counts it as success.

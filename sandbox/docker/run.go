@@ -75,7 +75,8 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		// container still has its lifeline remove it.
 		defer e.track(runID)()
 	}
-	if err := e.admit(ctx, spec, runID); err != nil {
+	img, err := e.admit(ctx, spec, runID)
+	if err != nil {
 		return sandbox.Exit{}, err
 	}
 	eg, err := e.beginEgress(ctx, spec)
@@ -93,6 +94,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if err != nil {
 		return sandbox.Exit{}, err
 	}
+	c.report.Image, c.report.ImageID, c.report.CLI = e.image, img.id, img.cli
 	defer c.cleanup(ctx)
 	// Without this check a missing executable would only show as init's exit 127.
 	if err := e.statPath(ctx, c.id, spec.Path); err != nil {
@@ -110,6 +112,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		return sandbox.Exit{Stopped: stopped}, err
 	}
 	x := c.collect(ctx, spec, code)
+	x.Container = &c.report
 	x.Stopped = stopped
 	x.Duration = time.Since(start)
 	// Copy-back reads the stopped container: before the removal the egress needs.
@@ -123,26 +126,27 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 
 // admit checks the Spec (before the engine is asked anything), that the engine answers (the
 // ping is cached briefly) and that the image exists: a run that fails here leaves nothing.
-func (e *Executor) admit(ctx context.Context, spec sandbox.Spec, runID string) error {
+func (e *Executor) admit(ctx context.Context, spec sandbox.Spec, runID string) (imageInfo, error) {
 	if _, err := e.createOptions(spec, runID, nil); err != nil {
 		le := &sandbox.LaunchError{Op: "docker spec", Err: err}
 		if errors.Is(err, errDockerSocket) {
 			le.Hint = "mount only the checkout and the settings copy, never the engine's socket"
 		}
-		return le
+		return imageInfo{}, le
 	}
 	if err := e.Ping(ctx); err != nil {
-		return err
+		return imageInfo{}, err
 	}
-	if ok, err := e.ImagePresent(ctx); err != nil {
-		return err
+	img, ok, err := e.inspectImage(ctx)
+	if err != nil {
+		return imageInfo{}, err
 	} else if !ok {
-		return &sandbox.LaunchError{
+		return imageInfo{}, &sandbox.LaunchError{
 			Op: "image inspect", Hint: HintImage, Missing: true,
 			Err: fmt.Errorf("image %s not found", e.image),
 		}
 	}
-	return nil
+	return img, nil
 }
 
 // runContainer is one run's container from its create to its removal: the attached output
@@ -150,6 +154,9 @@ func (e *Executor) admit(ctx context.Context, spec sandbox.Spec, runID string) e
 type runContainer struct {
 	e  *Executor
 	id string
+
+	// report is what the create request enforced (reportOf), completed with the image.
+	report sandbox.ContainerReport
 
 	attached    client.ContainerAttachResult
 	streamsDone chan struct{} // closed when the copier returned; nil before attach
@@ -174,7 +181,7 @@ func (e *Executor) create(ctx context.Context, spec sandbox.Spec, runID string, 
 		e.removeRun(ctx, runID)
 		return nil, e.launchError("docker create", runID, err)
 	}
-	return &runContainer{e: e, id: created.ID}, nil
+	return &runContainer{e: e, id: created.ID, report: e.reportOf(opts, plan)}, nil
 }
 
 // attach registers the output streams and the wait before the start, so that no output and no
