@@ -109,8 +109,8 @@ func wantToolSchemas(t *testing.T, req apiRequest) {
 			names = append(names, k)
 		}
 		slices.Sort(names)
-		wantNames := []string{"background", "cwd", "isolation", "model", "prompt", "protocol", "provider",
-			"sessionId", "thinking", "timeoutSeconds"}
+		wantNames := []string{"background", "cwd", "isolation", "maxCostUsd", "maxIterations", "model", "prompt",
+			"protocol", "provider", "sessionId", "thinking", "timeoutSeconds"}
 		if tool.Name == "mcp__cline__ask_cline" {
 			wantNames = append(wantNames, "systemPrompt")
 			slices.Sort(wantNames)

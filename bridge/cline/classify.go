@@ -27,6 +27,9 @@ const (
 	KindWorkspaceCleanupFailed Kind = "workspace_cleanup_failed"
 	KindCommitCreated          Kind = "commit_created"
 	KindEditsInspectionFailed  Kind = "edits_inspection_failed"
+	// KindBudgetExceeded: the call's spend limit (maxCostUsd, maxIterations) stopped the run;
+	// the bridge decides it from the live usage, not Classify.
+	KindBudgetExceeded Kind = "budget_exceeded"
 )
 
 // Kinds lists every Kind, in the seed's order.
@@ -34,6 +37,7 @@ var Kinds = []Kind{
 	KindNonZeroExit, KindTransientProviderError, KindTimeout, KindClineUpdating, KindCancelled,
 	KindLaunchFailed, KindMalformedJSON, KindMissingFinalResult, KindWorkspaceNotGit,
 	KindWorkspaceSetupFailed, KindWorkspaceCleanupFailed, KindCommitCreated, KindEditsInspectionFailed,
+	KindBudgetExceeded,
 }
 
 // UpdatingMessage is the seed's message for KindClineUpdating.

@@ -256,7 +256,8 @@ func TestShouldRetry(t *testing.T) {
 func TestKindsMatchSeed(t *testing.T) {
 	want := []string{"non_zero_exit", "transient_provider_error", "timeout", "cline_updating", "cancelled",
 		"launch_failed", "malformed_json", "missing_final_result", "workspace_not_git", "workspace_setup_failed",
-		"workspace_cleanup_failed", "commit_created", "edits_inspection_failed"}
+		"workspace_cleanup_failed", "commit_created", "edits_inspection_failed",
+		"budget_exceeded"} // the seed's thirteen, then this bridge's spend limits
 	var got []string
 	for _, k := range Kinds {
 		got = append(got, string(k))

@@ -110,6 +110,8 @@ type Event struct {
 	Error         string // content_end tool: why the call was denied or failed
 	Iteration     int
 	Reason        string // done, run_aborted, run_result (finishReason)
+	// Usage is a usage event's running totals (its cost is what spend limits follow).
+	Usage *Usage
 }
 
 // Progress is a short human description of e for a progress notification, or "" when e is not
@@ -332,6 +334,8 @@ func (s *Summary) applyAgent(e *wireEvent, ev *Event) {
 			CacheReadTokens: e.TotalCacheReadTokens, CacheWriteTokens: e.TotalCacheWriteTokens,
 			TotalCost: e.TotalCost,
 		}
+		u := *s.Usage
+		ev.Usage = &u
 	case "error":
 		var obj struct {
 			Message string `json:"message"`

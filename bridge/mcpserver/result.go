@@ -44,14 +44,6 @@ func structured(tool run.Tool, r run.Result) object {
 	if warnings == nil {
 		warnings = []string{}
 	}
-	iso := make([]string, 0, len(r.AttemptIsolation))
-	for _, i := range r.AttemptIsolation {
-		iso = append(iso, string(i))
-	}
-	isolation := string(r.Isolation)
-	if isolation == "" {
-		isolation = "host"
-	}
 	var exitCode, signal any
 	if r.ExitCode != nil {
 		exitCode = *r.ExitCode
@@ -111,16 +103,29 @@ func structured(tool run.Tool, r run.Result) object {
 		o.add("signal", signal)
 		o.add("elapsedSeconds", math.Round(r.Duration*10)/10)
 	}
-	o.add("isolation", isolation)
-	o.add("attemptIsolation", iso)
-	if r.Enforcement != nil {
-		o.add("enforcement", r.Enforcement)
-	}
+	o.addIsolation(r)
 	if !r.OK {
 		o.add("stderrTail", r.StderrTail)
 		o.add("stdoutTail", r.StdoutTail)
 	}
 	return o
+}
+
+// addIsolation writes where the attempts ran and what the last one had enforced.
+func (o *object) addIsolation(r run.Result) {
+	iso := make([]string, 0, len(r.AttemptIsolation))
+	for _, i := range r.AttemptIsolation {
+		iso = append(iso, string(i))
+	}
+	isolation := string(r.Isolation)
+	if isolation == "" {
+		isolation = "host"
+	}
+	o.add("isolation", isolation)
+	o.add("attemptIsolation", iso)
+	if r.Enforcement != nil {
+		o.add("enforcement", r.Enforcement)
+	}
 }
 
 // addConversation writes the ACP engine's session and the tool calls its policy rejected.

@@ -40,6 +40,8 @@ type arguments struct {
 	Isolation      sandbox.Isolation `json:"isolation,omitempty" jsonschema:"Ask for stronger isolation than the server's floor: docker runs Cline in a hardened container."`
 	SessionID      string            `json:"sessionId,omitempty" jsonschema:"Continue the conversation of an earlier result's sessionId: Cline sees the earlier turns; the same tool, cwd and isolation (leave them out or give the same)."`
 	Protocol       run.Protocol      `json:"protocol,omitempty" jsonschema:"How the server speaks to Cline for this call: acp (a conversation whose result carries a sessionId) or json (one-shot); default the server's --cline-protocol."`
+	MaxCostUSD     float64           `json:"maxCostUsd,omitempty" jsonschema:"Stop Cline once this call has spent this many US dollars, as the CLI reports its cost while it runs; the result is then budget_exceeded and says what was spent. Default and ceiling: the server's --max-cost-usd."`
+	MaxIterations  int               `json:"maxIterations,omitempty" jsonschema:"Stop Cline when it begins an iteration (one model call and its tool calls) past this many; budget_exceeded. Default and ceiling: the server's --max-iterations."`
 	Background     bool              `json:"background,omitempty" jsonschema:"Run as a background job: the call returns a jobId at once; read progress and the result with cline_job. Without timeoutSeconds the job's own limits apply (far longer than 300 s)."`
 }
 
@@ -162,6 +164,9 @@ func buildInputSchema(spec toolSpec) (*jsonschema.Schema, error) {
 	minT, maxT := float64(1), float64(MaxTimeoutSeconds)
 	p["timeoutSeconds"].Minimum, p["timeoutSeconds"].Maximum = &minT, &maxT
 	p["timeoutSeconds"].Default = json.RawMessage(fmt.Sprint(DefaultTimeoutSeconds))
+	zero := float64(0)
+	p["maxCostUsd"].ExclusiveMinimum = &zero
+	p["maxIterations"].Minimum = &minT
 	p["provider"].Pattern = idPattern.String()
 	p["model"].Pattern = idPattern.String()
 	p["sessionId"].Pattern = sessions.IDPattern
@@ -183,6 +188,8 @@ func withRules(f *jsonschema.Schema) string {
 		rules = append(rules, fmt.Sprintf("%g to %g", *f.Minimum, *f.Maximum))
 	} else if f.Minimum != nil {
 		rules = append(rules, fmt.Sprintf("at least %g", *f.Minimum))
+	} else if f.ExclusiveMinimum != nil {
+		rules = append(rules, fmt.Sprintf("more than %g", *f.ExclusiveMinimum))
 	} else if f.Maximum != nil {
 		rules = append(rules, fmt.Sprintf("at most %g", *f.Maximum))
 	}

@@ -176,6 +176,8 @@ func TestSchemaAgreementInput(t *testing.T) {
 				with("model", "claude-sonnet-4.5@x:y/z"), with("model", "a b"), with("model", nil),
 				with("isolation", "docker"), with("isolation", "vm"), with("isolation", nil),
 				with("extra", 1),
+				with("maxCostUsd", 0.5), with("maxCostUsd", 0.0), with("maxCostUsd", -1.0), with("maxCostUsd", "1"),
+				with("maxIterations", 3.0), with("maxIterations", 0.0), with("maxIterations", 2.5), with("maxIterations", true),
 			}
 			for _, c := range cases {
 				_, verr := v.call(spec.tool, c)

@@ -87,6 +87,9 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 	if err := v.background(args, &call); err != nil {
 		return call, err
 	}
+	if err := v.limits(args, &call); err != nil {
+		return call, err
+	}
 	if call.SessionID != "" && !present(args, "cwd") {
 		return call, nil // the session's own cwd (run: planSession)
 	}
@@ -174,6 +177,26 @@ func (v validator) options(args map[string]any, call *run.Call) error {
 		call.Isolation = parsed
 	}
 
+	return nil
+}
+
+// limits checks the spend limits maxCostUsd (a positive number of US dollars) and maxIterations
+// (a positive integer).
+func (v validator) limits(args map[string]any, call *run.Call) error {
+	if c, given := args["maxCostUsd"]; given {
+		n, ok := c.(float64)
+		if !ok || !(n > 0) || math.IsInf(n, 0) {
+			return invalid("maxCostUsd must be a positive number of US dollars (got %s)", describe(c))
+		}
+		call.MaxCostUSD = n
+	}
+	if it, given := args["maxIterations"]; given {
+		n, ok := it.(float64)
+		if !ok || n != math.Trunc(n) || n < 1 || n > math.MaxInt32 {
+			return invalid("maxIterations must be a positive integer (got %s)", describe(it))
+		}
+		call.MaxIterations = int(n)
+	}
 	return nil
 }
 

@@ -84,8 +84,12 @@ func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Ex
 
 	dataDir := k.acpDataDir(a, spec)
 	tctx, cancel := context.WithTimeout(ctx, time.Duration(k.TimeoutSeconds)*time.Second)
-	turn, model, terr := e.turn(tctx, k, a, ag, dataDir)
+	bctx, stop := context.WithCancel(tctx) // a spend limit ends the turn here
+	k.budget.begin(stop)
+	turn, model, terr := e.turn(bctx, k, a, ag, dataDir)
+	k.budget.end()
 	deadline := errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	stop()
 	cancel()
 	var x agentExit
 	if keep && terr == nil && !turn.Cancelled && !turn.TimedOut && turn.StopReason != "" && ag.alive() {
@@ -106,7 +110,7 @@ func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Ex
 		x.err = nil
 	}
 	if x.err != nil {
-		a.verdict = k.startVerdict(ctx, x.err, a.iso, deadline)
+		a.verdict = k.budget.verdict(k.startVerdict(ctx, x.err, a.iso, deadline))
 		return nil
 	}
 	a.ran, a.exit = true, x.exit
@@ -127,13 +131,26 @@ func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Ex
 		Analysis:       k.Tool.Analysis(),
 		Allowed:        k.allowedTools(a.iso),
 	})
-	if a.verdict.OK {
-		a.verdict.Model = model
-		if u, err := acp.ReadUsage(dataDir, turn.SessionID); err == nil {
+	k.turnUsage(a, dataDir, turn.SessionID, model)
+	return copyBack
+}
+
+// turnUsage completes a turn's verdict from the session's manifest: the turn's usage, the spend
+// limits (a limit that stopped the turn; a cost past the limit that came only with its end).
+func (k *call) turnUsage(a *attempt, dataDir, sessionID, model string) {
+	if u, err := acp.ReadUsage(dataDir, sessionID); err == nil {
+		k.budget.setCost(since(u, a.usageBefore).TotalCost)
+		if a.verdict.OK {
 			a.verdict.Usage = since(u, a.usageBefore)
 		}
 	}
-	return copyBack
+	a.verdict = k.budget.verdict(a.verdict)
+	if a.verdict.OK {
+		a.verdict.Model = model
+		if w := k.budget.overAtEnd(); w != "" {
+			a.verdict.Warnings = append(a.verdict.Warnings, w)
+		}
+	}
 }
 
 // turn initializes the connection, opens a session in the call's directory with the tool's
@@ -174,7 +191,9 @@ func (acpEngine) turn(ctx context.Context, k *call, a *attempt, ag *agent, dataD
 	if k.Thinking != "" && k.Thinking != "none" {
 		a.warn(fmt.Sprintf("thinking %q was not applied: the Cline CLI takes no thinking level in ACP mode", k.Thinking))
 	}
-	t, err := sess.Prompt(ctx, k.acpPrompt(), func(ev cline.Event) { k.onEvent(a.n, ev) })
+	stopWatch := k.watchUsage(dataDir, sess.ID(), a.usageBefore)
+	t, err := sess.Prompt(ctx, k.acpPrompt(), func(ev cline.Event) { k.onEvent(a, ev) })
+	stopWatch()
 	return t, model, err
 }
 

@@ -327,7 +327,9 @@ func (k *call) watchCopy(cp *settings.Copy) {
 // onEvent turns live stream events into short, redacted progress messages. Text is redacted
 // before it is cut to a snippet, so a cut never leaves half a secret unrecognised: answers at the
 // precise level (like the result's text), error events at the diagnostic level.
-func (k *call) onEvent(n int, ev cline.Event) {
+func (k *call) onEvent(a *attempt, ev cline.Event) {
+	n := a.n
+	k.budget.observe(ev)
 	if ev.Text != "" {
 		k.red.refresh(false) // a token refreshed during the run, before Cline prints it
 	}
@@ -347,7 +349,7 @@ func (k *call) onEvent(n int, ev cline.Event) {
 	if n > 1 {
 		msg = fmt.Sprintf("attempt %d: %s", n, msg)
 	}
-	k.progress(msg)
+	k.progress(msg + k.budget.note())
 }
 
 // snippet is the first n runes of s on one line.

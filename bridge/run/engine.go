@@ -43,15 +43,19 @@ func (jsonEngine) env(*call, *attempt, string, map[string]string) {}
 func (jsonEngine) sessions() bool { return false }
 
 func (jsonEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Executor, spec sandbox.Spec) *sandbox.CopyBackError {
-	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(a.n, ev) })
+	parser := cline.NewParser(func(ev cline.Event) { k.onEvent(a, ev) })
 	stderr := &cline.StderrScanner{}
 	outTail, errTail := k.red.NewTail(redact.DefaultTailChars), k.red.NewTail(redact.DefaultTailChars)
 	spec.Stdout = io.MultiWriter(parser, outTail)
 	spec.Stderr = io.MultiWriter(stderr, errTail)
 
 	actx, cancel := context.WithTimeout(ctx, time.Duration(k.TimeoutSeconds)*time.Second)
-	exit, err := exec.Run(actx, spec)
+	bctx, stop := context.WithCancel(actx) // a spend limit ends the run here
+	k.budget.begin(stop)
+	exit, err := exec.Run(bctx, spec)
+	k.budget.end()
 	deadline := errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	stop()
 	cancel()
 	parser.Close()
 	stderr.Close()
@@ -65,7 +69,7 @@ func (jsonEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Exe
 		err = nil
 	}
 	if err != nil {
-		a.verdict = k.startVerdict(ctx, err, a.iso, deadline)
+		a.verdict = k.budget.verdict(k.startVerdict(ctx, err, a.iso, deadline))
 		return nil
 	}
 	a.ran, a.exit = true, exit
@@ -87,5 +91,6 @@ func (jsonEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Exe
 		Analysis:       k.Tool.Analysis(),
 		Allowed:        k.allowedTools(a.iso),
 	})
+	a.verdict = k.budget.verdict(a.verdict)
 	return copyBack
 }

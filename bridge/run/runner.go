@@ -80,6 +80,10 @@ type Config struct {
 	// only.
 	CheckoutLocks string
 
+	// MaxCostUSD and MaxIterations are the server's spend limits of a call (0: none): the
+	// default of a call that sets none, and the most a call may set (budget.go).
+	MaxCostUSD    float64
+	MaxIterations int
 	// Protocol is how attempts speak to the CLI: ProtocolJSON ("" too) or ProtocolACP; a call
 	// may choose its own (Call.Protocol), and a call that continues a session speaks ACP.
 	Protocol Protocol
@@ -173,6 +177,7 @@ type call struct {
 	iso      sandbox.Isolation // first attempt's isolation
 	space    workspace         // the tool's workspace (space.go)
 	engine   engine            // how this call's attempts speak to the CLI (engine.go)
+	budget   *budget           // what the call spends against its limits (budget.go)
 	// the ACP engine's session (session.go): the continued one's record, the CLI's id after the
 	// last attempt, and a container session's data dir (fresh: made for this call)
 	session   *sessions.Record
@@ -216,6 +221,7 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	}
 	k.red = r.callSecrets()
 	k.engine = r.engineFor(c)
+	k.budget = r.budgetFor(k)
 	// Every progress message leaves through the call's redactor, with what it knows by then.
 	k.progress = func(m string) { progress(k.red.Text(m)) }
 	res := k.do(ctx)

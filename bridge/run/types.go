@@ -34,6 +34,9 @@ type Call struct {
 	Protocol Protocol
 	// SessionID continues that conversation (the ACP engine; same tool, isolation and checkout).
 	SessionID string
+	// MaxCostUSD and MaxIterations are the call's spend limits (0: the server's, budget.go).
+	MaxCostUSD    float64
+	MaxIterations int
 }
 
 // Override reports whether the call changes Cline's provider or model.

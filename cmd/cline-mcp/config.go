@@ -7,6 +7,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -34,6 +35,8 @@ type config struct {
 	jobKeep        time.Duration
 	resultMax      int
 	warmIdle       time.Duration
+	maxCost        float64
+	maxIterations  int
 
 	dockerHost    string
 	dockerMounts  string
@@ -87,6 +90,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.jobIdle, "job-idle", 10*time.Minute, "a background job whose run reports nothing for this long is stopped")
 	fs.DurationVar(&c.jobKeep, "job-keep", 7*24*time.Hour, "how long a finished job's result is kept")
 	fs.IntVar(&c.resultMax, "result-max-chars", mcpserver.DefaultResultMaxChars, "most characters of answer and diff one result carries; a longer result is cut and kept for cline_job's pages")
+	fs.Float64Var(&c.maxCost, "max-cost-usd", 0, "spend limit of a call in US dollars, from the cost the CLI reports as it runs: the run is stopped and the result is budget_exceeded (0: none); a call's maxCostUsd may ask for less, never more")
+	fs.IntVar(&c.maxIterations, "max-iterations", 0, "iteration limit of a call (one model call and its tool calls each): the run is stopped past it, budget_exceeded (0: none); a call's maxIterations may ask for less, never more")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of ask_cline/ask_cline_workspace: readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
@@ -199,6 +204,9 @@ func (c *config) validate() error {
 	}
 	if c.jobKeep < time.Minute || c.resultMax < 1000 {
 		return fmt.Errorf("--job-keep must be at least 1m and --result-max-chars at least 1000")
+	}
+	if !(c.maxCost >= 0) || math.IsInf(c.maxCost, 0) || c.maxIterations < 0 {
+		return fmt.Errorf("--max-cost-usd and --max-iterations must be 0 (no limit) or positive")
 	}
 	if c.warmAgents < 0 || c.warmAgents > 16 {
 		return fmt.Errorf("--warm-agents must be between 0 and 16")

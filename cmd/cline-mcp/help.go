@@ -23,7 +23,7 @@ var flagGroups = []flagGroup{
 	{"Workspace and worktree pool", []string{"worktree-root", "workspace-pool", "workspace-pool-idle"}},
 	{"Sessions and warm agents (acp protocol)", []string{"sessions-dir", "session-idle", "warm-agents", "warm-idle"}},
 	{"Background jobs and long results", []string{"jobs-dir", "job-max", "job-idle", "job-keep", "result-max-chars"}},
-	{"Limits", []string{"max-concurrent"}},
+	{"Limits", []string{"max-concurrent", "max-cost-usd", "max-iterations"}},
 	{"Logging", []string{"log-level", "log-file"}},
 }
 

@@ -160,6 +160,8 @@ func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, gitCLI *g
 		Protocol:       run.Protocol(cfg.protocol),
 		Sessions:       sess,
 		WarmAgents:     cfg.warmAgents,
+		MaxCostUSD:     cfg.maxCost,
+		MaxIterations:  cfg.maxIterations,
 		WarmIdle:       cfg.warmIdle,
 		StopGrace:      cfg.stopGrace,
 		Logger:         log,

@@ -146,6 +146,7 @@ func (r *acpRun) play(turns []turn) (string, *rpcErr) {
 		r.s.mu.Lock()
 		r.s.inTok += callInputTokens
 		r.s.outTok += callOutputTokens
+		r.s.cost += r.tools.floatParam("cost_per_call", 0)
 		r.s.mu.Unlock()
 		for _, th := range t.reasoning {
 			r.s.a.notify(r.s.id, obj{{"sessionUpdate", "agent_thought_chunk"}, {"content", obj{{"type", "text"}, {"text", th}}}})

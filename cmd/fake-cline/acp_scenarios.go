@@ -21,6 +21,9 @@ var acpScenarios = map[string]func(*acpRun) []turn{
 	"read": func(r *acpRun) []turn {
 		return []turn{{calls: []call{{tool: "read_files", files: []string{r.tools.abs(r.param("path", "README.md"))}}}}, textTurn("Read it.")}
 	},
+	"tool_loop": func(r *acpRun) []turn { // the last turn repeats up to max_iterations=
+		return []turn{{calls: []call{{tool: "read_files", files: []string{r.tools.abs(r.param("path", "README.md"))}}}}}
+	},
 	"edit": func(r *acpRun) []turn {
 		p := r.param("path", "hello.txt")
 		c := call{tool: "editor", path: r.tools.abs(p), newText: r.param("content", "Hello from the fake model\n")}

@@ -42,6 +42,7 @@ type acpSession struct {
 	mu        sync.Mutex
 	noCancel  bool // the running prompt ignores session/cancel (ignore_cancel=true)
 	messages  []acpMessage
+	cost      float64
 	inTok     int
 	outTok    int
 	running   bool
@@ -212,7 +213,7 @@ func (s *acpSession) save(status string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	usage := obj{{"inputTokens", s.inTok}, {"outputTokens", s.outTok}, {"cacheReadTokens", 0}, {"cacheWriteTokens", 0}, {"totalCost", 0}}
+	usage := obj{{"inputTokens", s.inTok}, {"outputTokens", s.outTok}, {"cacheReadTokens", 0}, {"cacheWriteTokens", 0}, {"totalCost", s.cost}}
 	manifest := obj{{"version", 1}, {"session_id", s.id}, {"source", "cli"}, {"pid", os.Getpid()}, {"started_at", isoTime(s.started)},
 		{"exit_code", nil}, {"status", status}, {"interactive", true}, {"provider", s.a.provider}, {"model", s.model}, {"cwd", s.cwd},
 		{"workspace_root", s.cwd}, {"metadata", obj{{"usage", usage}, {"aggregateUsage", usage}}},
@@ -240,12 +241,13 @@ func (s *acpSession) readUsage() {
 	var m struct {
 		Metadata struct {
 			Usage struct {
-				In  int `json:"inputTokens"`
-				Out int `json:"outputTokens"`
+				In   int     `json:"inputTokens"`
+				Out  int     `json:"outputTokens"`
+				Cost float64 `json:"totalCost"`
 			} `json:"usage"`
 		} `json:"metadata"`
 	}
 	if json.Unmarshal(b, &m) == nil {
-		s.inTok, s.outTok = m.Metadata.Usage.In, m.Metadata.Usage.Out
+		s.inTok, s.outTok, s.cost = m.Metadata.Usage.In, m.Metadata.Usage.Out, m.Metadata.Usage.Cost
 	}
 }

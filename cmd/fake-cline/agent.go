@@ -33,6 +33,7 @@ type session struct {
 	start           time.Time
 	iter            int
 	inTok, outTok   int
+	cost            float64 // USD so far: cost_per_call= per model call
 	modelCalls      int
 	waited          bool // wait_file= was honoured
 }
@@ -74,6 +75,14 @@ func newSession() *session {
 func (s *session) param(name, def string) string {
 	if v := s.params.Get(name); v != "" {
 		return v
+	}
+	return def
+}
+
+// floatParam is a numeric param (def when absent or not a number).
+func (s *session) floatParam(name string, def float64) float64 {
+	if f, err := strconv.ParseFloat(s.params.Get(name), 64); err == nil {
+		return f
 	}
 	return def
 }
@@ -145,14 +154,15 @@ func (s *session) modelResponded() {
 func (s *session) usage() {
 	s.inTok += callInputTokens
 	s.outTok += callOutputTokens
-	s.event(obj{{"type", "usage"}, {"inputTokens", callInputTokens}, {"outputTokens", callOutputTokens}, {"totalInputTokens", s.inTok}, {"totalOutputTokens", s.outTok}, {"totalCost", 0}})
+	s.cost += s.floatParam("cost_per_call", 0)
+	s.event(obj{{"type", "usage"}, {"inputTokens", callInputTokens}, {"outputTokens", callOutputTokens}, {"totalInputTokens", s.inTok}, {"totalOutputTokens", s.outTok}, {"totalCost", s.cost}})
 }
 
 func (s *session) usageObj(cache bool) obj {
 	if cache {
-		return obj{{"inputTokens", s.inTok}, {"outputTokens", s.outTok}, {"cacheReadTokens", 0}, {"cacheWriteTokens", 0}, {"totalCost", 0}}
+		return obj{{"inputTokens", s.inTok}, {"outputTokens", s.outTok}, {"cacheReadTokens", 0}, {"cacheWriteTokens", 0}, {"totalCost", s.cost}}
 	}
-	return obj{{"inputTokens", s.inTok}, {"outputTokens", s.outTok}, {"totalCost", 0}}
+	return obj{{"inputTokens", s.inTok}, {"outputTokens", s.outTok}, {"totalCost", s.cost}}
 }
 
 // aionInfo is the catalog entry the real CLI prints for its default `cline` model.

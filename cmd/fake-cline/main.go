@@ -43,20 +43,8 @@ func ansiError(w *stream, msg string) {
 
 // run is the whole CLI; it returns the exit code.
 func run(args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case helperGrandchild:
-			return grandchildMain(args[1:])
-		case helperSleep:
-			return sleepMain(args[1:])
-		case helperServe:
-			return serveMain(args[1:])
-		case helperNetAttack:
-			return netAttackMain(args[1:])
-		case "--list-scenarios":
-			listScenarios(os.Stdout)
-			return 0
-		}
+	if code, ok := helperMain(args); ok {
+		return code
 	}
 	started := time.Now()
 	out := &stream{w: os.Stdout}
@@ -94,17 +82,7 @@ func run(args []string) int {
 		return 1
 	}
 
-	prompt := cfg.prompt()
-	if rec.stdin == "pipe" || rec.stdin == "file" {
-		data, _ := io.ReadAll(os.Stdin)
-		if extra := strings.TrimSpace(string(data)); extra != "" {
-			if prompt == "" {
-				prompt = extra
-			} else {
-				prompt += "\n\n" + extra
-			}
-		}
-	}
+	prompt := readPrompt(cfg, rec.stdin)
 	procCwd, _ := os.Getwd()
 	p := resolvePaths(cfg, os.Getenv, procCwd)
 	rec.paths = &p
@@ -130,10 +108,53 @@ func run(args []string) int {
 		writeRecord(rec)
 		return sc.preSettings(out, errOut)
 	}
-
 	s := newSession()
 	s.cfg, s.paths, s.out, s.errOut, s.sig = cfg, p, out, errOut, sig
 	s.params, s.scenario, s.prompt = rec.params, rec.scenario, prompt
+	return runScenario(sc, s, rec)
+}
+
+// helperMain runs the helper modes and --list-scenarios (ok true), else reports ok false.
+func helperMain(args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case helperGrandchild:
+		return grandchildMain(args[1:]), true
+	case helperSleep:
+		return sleepMain(args[1:]), true
+	case helperServe:
+		return serveMain(args[1:]), true
+	case helperNetAttack:
+		return netAttackMain(args[1:]), true
+	case "--list-scenarios":
+		listScenarios(os.Stdout)
+		return 0, true
+	}
+	return 0, false
+}
+
+// readPrompt is the prompt argument with piped stdin appended, as the CLI takes them.
+func readPrompt(cfg *config, stdin string) string {
+	prompt := cfg.prompt()
+	if stdin == "pipe" || stdin == "file" {
+		data, _ := io.ReadAll(os.Stdin)
+		if extra := strings.TrimSpace(string(data)); extra != "" {
+			if prompt == "" {
+				prompt = extra
+			} else {
+				prompt += "\n\n" + extra
+			}
+		}
+	}
+	return prompt
+}
+
+// runScenario prepares the session's state as the CLI does (attempt counter, providers.json,
+// global settings, auto-approve) and runs the scenario.
+func runScenario(sc scenarioDef, s *session, rec recordInfo) int {
+	cfg, p, errOut := s.cfg, s.paths, s.errOut
 	if sc.usesState {
 		key := s.param("key", rec.scenario)
 		n, err := nextAttempt(stateDir(p.dataDir), key)

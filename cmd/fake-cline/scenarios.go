@@ -49,6 +49,7 @@ func init() {
 		"finish_error_exit0":     {doc: "run_result finishReason error but exit 0; transient=true (503 text) or false (401 text); message= overrides", run: runFinishErrorExit0},
 		"hang":                   {doc: "model call never returns (one SIGTERM ignored, second exits 1, SIGINT exits 0); after_events=true hangs after a text delta", run: runHang},
 		"sigterm_then_response":  {doc: "model call returns only after the first SIGTERM (or wait_ms=): completed + run_aborted local_abort like f_sigterm_then_response", run: runSigtermThenResponse},
+		"tool_loop":              {doc: "read_files on path= (README.md) in every iteration, up to max_iterations= (10), then gives up with text; with delay_ms= per model call", run: runToolLoop},
 		"slow":                   {doc: "one text delta every interval_ms= (1000) for seconds= (5) seconds, then completes", run: runSlow},
 		"garbage":                {doc: "non-JSON stdout, exit 0", run: runGarbage},
 		"no_result":              {doc: "valid JSON lines but no done/run_result, exit 0", run: runNoResult},
@@ -90,6 +91,11 @@ func runMultiturn(s *session) int {
 
 func runThinking(s *session) int {
 	return s.run(script{turns: []turn{{reasoning: []string{"Let me think", " about PONG ", "carefully."}, text: []string{"PONG"}}}})
+}
+
+func runToolLoop(s *session) int {
+	p := s.abs(s.param("path", "README.md"))
+	return s.run(script{turns: []turn{{calls: []call{{tool: "read_files", files: []string{p}}}}}})
 }
 
 func runRead(s *session) int {
