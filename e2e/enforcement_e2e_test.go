@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
@@ -81,24 +83,33 @@ func TestEnforcementReport(t *testing.T) {
 
 	// apply_cline_edits: the checkout is writable, and the text carries the summary line.
 	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
-	sc, text := dockerCall(e, "apply_cline_edits", map[string]any{"prompt": "Edit fake:edit_many?modify=README.md"})
+	args := map[string]any{"prompt": "Edit fake:edit_many?modify=README.md", "isolation": "docker"}
+	res, sc := e.call("apply_cline_edits", args)
 	wantDockerOK(t, sc)
+	var blocks []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			blocks = append(blocks, tc.Text)
+		}
+	}
 	enf, c = enforcementOf(t, sc)
 	if m := mountAt(c, e.work); m == nil || m["readOnly"] != false {
 		t.Errorf("the checkout's mount of apply_cline_edits: %v, want writable (mounts %v)", m, c["mounts"])
 	}
-	if !strings.Contains(text, "Enforced: "+fmt.Sprint(enf["summary"])) || !strings.Contains(text, "read-only root") {
-		t.Errorf("the text lacks the Enforced line with the summary %q:\n%s", enf["summary"], text)
+	// The answer stays the first block; the Enforced line is a block of its own.
+	if len(blocks) != 2 || blocks[1] != "Enforced: "+fmt.Sprint(enf["summary"]) || !strings.Contains(blocks[1], "read-only root") ||
+		strings.Contains(blocks[0], "Enforced:") {
+		t.Errorf("text blocks %q, want the answer then the Enforced line with the summary %q", blocks, enf["summary"])
 	}
 
 	// host: said so, no container, no line in the answer.
-	res, sc := e.call("ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	res, sc = e.call("ask_cline", map[string]any{"prompt": "Reply with PONG"})
 	enf, c = enforcementOf(t, sc)
 	if enf["isolation"] != "host" || c != nil {
 		t.Errorf("host enforcement %v", enf)
 	}
-	if txt := mcpsession.Text(res); strings.Contains(txt, "Enforced:") {
-		t.Errorf("a host answer carries an Enforced line: %q", txt)
+	if len(res.Content) != 1 || strings.Contains(mcpsession.Text(res), "Enforced:") {
+		t.Errorf("a host answer carries an Enforced line: %v", res.Content)
 	}
 }
 

@@ -31,6 +31,11 @@ func toolResult(tool run.Tool, r run.Result) *mcp.CallToolResult {
 	}
 	res := mcp.NewToolResultStructured(sc, text)
 	res.IsError = !r.OK
+	// A container run's one line on what was enforced is a block of its own, so the first block
+	// stays the answer (or the seed's layout) that clients and scripts parse.
+	if line := enforcedLine(r); line != "" {
+		res.Content = append(res.Content, mcp.NewTextContent(line))
+	}
 	return res
 }
 
@@ -220,9 +225,6 @@ func successText(tool run.Tool, r run.Result) string {
 			b.WriteString("- " + w + "\n")
 		}
 	}
-	if line := enforcedLine(r); line != "" {
-		b.WriteString("\n\n" + line)
-	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -241,9 +243,6 @@ func errorText(r run.Result) string {
 		b.WriteString("Exit code: none\n")
 	}
 	fmt.Fprintf(&b, "Attempts: %d\n", r.Attempts)
-	if line := enforcedLine(r); line != "" {
-		b.WriteString(line + "\n")
-	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("Warnings:\n")
 		for _, w := range r.Warnings {
@@ -261,8 +260,8 @@ func orNone(s string) string {
 	return s
 }
 
-// enforcedLine is the text's one line on what a container run had enforced; a host run's text
-// stays the answer alone (its structuredContent says "host").
+// enforcedLine is the one line of text on what a container run had enforced ("" for a host
+// run, whose structuredContent says "host").
 func enforcedLine(r run.Result) string {
 	if r.Enforcement == nil || r.Enforcement.Isolation != sandbox.IsolationDocker {
 		return ""
