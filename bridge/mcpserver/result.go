@@ -82,7 +82,10 @@ func structured(tool run.Tool, r run.Result) object {
 	}
 	o.add("warnings", warnings)
 	o.addConversation(r)
-	if tool == run.AskClineWorkspace && r.Worktree != nil {
+	if tool == run.ReviewCline && r.Review != nil {
+		o.add("review", r.Review)
+	}
+	if (tool == run.AskClineWorkspace || tool == run.ReviewCline) && r.Worktree != nil {
 		o.add("worktree", r.Worktree)
 	}
 	if apply && (r.HeadBefore != "" || r.OK) {

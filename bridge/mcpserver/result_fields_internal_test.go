@@ -48,7 +48,7 @@ var marker = regexp.MustCompile(`«\d+»`)
 // failure, no string in structuredContent may be anything else but a marker, and the text with
 // its markers taken out must be the layout alone (no letters from elsewhere).
 func TestResultStringsComeFromTheResult(t *testing.T) {
-	for _, tool := range []run.Tool{run.AskCline, run.ApplyClineEdits, run.AskClineWorkspace} {
+	for _, tool := range []run.Tool{run.AskCline, run.ApplyClineEdits, run.AskClineWorkspace, run.ReviewCline} {
 		for _, ok := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s ok=%v", tool, ok), func(t *testing.T) {
 				var r run.Result

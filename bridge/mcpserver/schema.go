@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/review"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -38,7 +39,9 @@ type arguments struct {
 	Provider       string            `json:"provider,omitempty" jsonschema:"Provider id override (-P) for this call only; the user's saved settings never change."`
 	Model          string            `json:"model,omitempty" jsonschema:"Model id override (-m) for this call only; the user's saved settings never change."`
 	Isolation      sandbox.Isolation `json:"isolation,omitempty" jsonschema:"Ask for stronger isolation than the server's floor: docker runs Cline in a hardened container."`
-	SessionID      string            `json:"sessionId,omitempty" jsonschema:"Continue the conversation of an earlier result's sessionId: Cline sees the earlier turns; the same tool, cwd and isolation (leave them out or give the same)."`
+	Target         string            `json:"target,omitempty" tools:"review_cline" jsonschema:"What to review: uncommitted (staged, unstaged and untracked files), base:<ref> (HEAD against its merge base with ref, e.g. base:main) or commit:<sha>."`
+	Focus          string            `json:"focus,omitempty" tools:"review_cline" jsonschema:"What the review should look at hardest, in your words (security, concurrency, an adversarial stance...)."`
+	SessionID      string            `json:"sessionId,omitempty" tools:"ask_cline,apply_cline_edits,ask_cline_workspace" jsonschema:"Continue the conversation of an earlier result's sessionId: Cline sees the earlier turns; the same tool, cwd and isolation (leave them out or give the same)."`
 	Protocol       run.Protocol      `json:"protocol,omitempty" jsonschema:"How the server speaks to Cline for this call: acp (a conversation whose result carries a sessionId) or json (one-shot); default the server's --cline-protocol."`
 	MaxCostUSD     float64           `json:"maxCostUsd,omitempty" jsonschema:"Stop Cline once this call has spent this many US dollars, as the CLI reports its cost while it runs; the result is then budget_exceeded and says what was spent. Default and ceiling: the server's --max-cost-usd."`
 	MaxIterations  int               `json:"maxIterations,omitempty" jsonschema:"Stop Cline when it begins an iteration (one model call and its tool calls) past this many; budget_exceeded. Default and ceiling: the server's --max-iterations."`
@@ -76,7 +79,9 @@ type output struct {
 	HeadAfter     string            `json:"headAfter,omitempty" tools:"apply_cline_edits"`
 	Git           run.GitReport     `json:"git,omitzero" tools:"apply_cline_edits"`
 
-	Worktree run.WorktreeReport `json:"worktree,omitzero" tools:"ask_cline_workspace"`
+	Worktree run.WorktreeReport `json:"worktree,omitzero" tools:"ask_cline_workspace,review_cline"`
+
+	Review review.Report `json:"review,omitzero" tools:"review_cline"`
 
 	SessionID         string          `json:"sessionId,omitempty"`
 	Turn              int             `json:"turn,omitempty"`
@@ -107,11 +112,16 @@ func enumTypes() map[reflect.Type]*jsonschema.Schema {
 	for _, l := range cline.ThinkingLevels {
 		levels = append(levels, l)
 	}
+	var sevs []any
+	for _, v := range review.Severities {
+		sevs = append(sevs, string(v))
+	}
 	return map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[cline.Kind]():        enum(kinds...),
 		reflect.TypeFor[sandbox.Isolation](): enum(isos...),
 		reflect.TypeFor[thinkingLevel]():     enum(levels...),
 		reflect.TypeFor[run.Protocol]():      enum(string(run.ProtocolACP), string(run.ProtocolJSON)),
+		reflect.TypeFor[review.Severity]():   enum(sevs...),
 	}
 }
 
@@ -169,7 +179,13 @@ func buildInputSchema(spec toolSpec) (*jsonschema.Schema, error) {
 	p["maxIterations"].Minimum = &minT
 	p["provider"].Pattern = idPattern.String()
 	p["model"].Pattern = idPattern.String()
-	p["sessionId"].Pattern = sessions.IDPattern
+	if p["sessionId"] != nil {
+		p["sessionId"].Pattern = sessions.IDPattern
+	}
+	if spec.tool == run.ReviewCline { // the review's task is built in; prompt adds to it
+		s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return n == "prompt" })
+		p["prompt"].Description = "Extra instructions for the reviewer (optional)."
+	}
 	for _, name := range s.PropertyOrder {
 		p[name].Description = withRules(p[name])
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/review"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -214,6 +215,11 @@ func samples() map[run.Tool][]run.Result {
 			r.Diff, r.DiffTruncated, r.ChangedFiles, r.HeadBefore, r.HeadAfter, r.Git = &diff, true, files, "a", "b", git
 		case run.AskClineWorkspace:
 			r.Worktree = wt
+		case run.ReviewCline:
+			r.Worktree = wt
+			r.Review = &review.Report{Target: "base:main", Base: "a", Head: "b", FilesTruncated: true, DiffTruncated: true, Parsed: true, Summary: "s",
+				Files:    []review.FileStat{{Path: "y", OldPath: "x", Status: "R", Added: 1, Deleted: 2, Binary: true}},
+				Findings: []review.Finding{{Severity: review.High, File: "y", Line: 3, EndLine: 4, Title: "t", Detail: "d", Suggestion: "s", OutsideDiff: true}}}
 		}
 		return r
 	}
@@ -328,7 +334,7 @@ func TestSchemaAgreementOutput(t *testing.T) {
 		"DiffTruncated": {"diffTruncated"}, "ChangedFiles": {"changedFiles"}, "HeadBefore": {"headBefore"},
 		"HeadAfter": {"headAfter"}, "Git": {"git"}, "Worktree": {"worktree"}, "Kind": {"kind"}, "Message": {"message"},
 		"Retryable": {"retryable"}, "StderrTail": {"stderrTail"}, "StdoutTail": {"stdoutTail"},
-		"SessionID": {"sessionId"}, "Turn": {"turn"}, "Rejected": {"rejectedToolCalls"}, "Enforcement": {"enforcement"},
+		"SessionID": {"sessionId"}, "Turn": {"turn"}, "Rejected": {"rejectedToolCalls"}, "Enforcement": {"enforcement"}, "Review": {"review"},
 	}
 	outKeys := map[string]bool{}
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[output]()) {

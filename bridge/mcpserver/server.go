@@ -126,7 +126,8 @@ func New(opts Options) *Server {
 		server.WithHooks(hooks),
 		server.WithInstructions("Delegate work to the local Cline CLI: ask_cline (read-only analysis), "+
 			"apply_cline_edits (edit the git checkout at cwd; commits forbidden; returns the diff), "+
-			"ask_cline_workspace (read-only analysis in a disposable worktree of HEAD)."),
+			"ask_cline_workspace (read-only analysis in a disposable worktree of HEAD), "+
+			"review_cline (a read-only review of uncommitted work, a branch or a commit, with findings)."),
 	)
 	for _, spec := range toolSpecs {
 		s.mcp.AddTool(spec.mcpTool(), s.handler(spec.tool))

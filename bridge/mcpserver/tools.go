@@ -43,6 +43,15 @@ var toolSpecs = []toolSpec{
 			"Cline can read but not change files.",
 		readOnly: true, idempotent: true, cwdRequired: true,
 	},
+	{
+		tool:  run.ReviewCline,
+		title: "Review with Cline",
+		description: "Have Cline review a change in the git checkout at cwd: the uncommitted work (default), a branch against " +
+			"its merge base with a ref, or one commit. Cline gets the diff and reads the code in a disposable worktree holding " +
+			"exactly the reviewed state; the user's files, index and stash are never touched. Returns the review and its findings " +
+			"(severity, file, line, title, detail, suggestion), each checked against the diff.",
+		readOnly: true, idempotent: true, cwdRequired: true,
+	},
 }
 
 func (s toolSpec) mcpTool() mcp.Tool {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/review"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -90,6 +91,9 @@ func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
 	if err := v.limits(args, &call); err != nil {
 		return call, err
 	}
+	if err := v.review(args, &call); err != nil {
+		return call, err
+	}
 	if call.SessionID != "" && !present(args, "cwd") {
 		return call, nil // the session's own cwd (run: planSession)
 	}
@@ -105,7 +109,7 @@ func (v validator) text(args map[string]any, call *run.Call) error {
 	if call.Prompt, err = str(args, "prompt"); err != nil {
 		return err
 	}
-	if strings.TrimSpace(call.Prompt) == "" {
+	if strings.TrimSpace(call.Prompt) == "" && (call.Tool != run.ReviewCline || present(args, "prompt")) {
 		return invalid("prompt is required and must be a non-empty string")
 	}
 	if call.SystemPrompt, err = str(args, "systemPrompt"); err != nil {
@@ -177,6 +181,24 @@ func (v validator) options(args map[string]any, call *run.Call) error {
 		call.Isolation = parsed
 	}
 
+	return nil
+}
+
+// review checks review_cline's target and focus.
+func (v validator) review(args map[string]any, call *run.Call) error {
+	var err error
+	if call.Target, err = str(args, "target"); err != nil {
+		return err
+	}
+	if _, _, err := review.ParseTarget(call.Target); err != nil {
+		return invalid("%v", err)
+	}
+	if call.Focus, err = str(args, "focus"); err != nil {
+		return err
+	}
+	if len(call.Focus) > 2000 || strings.ContainsRune(call.Focus, 0) {
+		return invalid("focus must be at most 2000 characters, without NUL")
+	}
 	return nil
 }
 

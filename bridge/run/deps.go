@@ -48,11 +48,15 @@ type Git interface {
 	Compare(ctx context.Context, before, after git.Evidence) (git.Change, error)
 	TopLevel(ctx context.Context, dir string) (string, error)
 	Open(ctx context.Context, dir string) (git.Repo, error)
+	// ReviewOf is review_cline's range: its commits, files and patch.
+	ReviewOf(ctx context.Context, r git.Repo, target, rev string, maxPatch int) (git.Review, error)
 }
 
 // Worktrees hands out the disposable worktrees of ask_cline_workspace (worktree.Manager).
 type Worktrees interface {
 	Acquire(ctx context.Context, repoDir string) (Worktree, error)
+	// AcquireAt is a fresh worktree at commit (review_cline's range), never a pooled one.
+	AcquireAt(ctx context.Context, repoDir, commit string) (Worktree, error)
 }
 
 // Worktree is one acquired worktree (worktree.Worktree).
@@ -93,6 +97,14 @@ type managedWorktrees struct{ m *worktree.Manager }
 
 func (a managedWorktrees) Acquire(ctx context.Context, repoDir string) (Worktree, error) {
 	wt, err := a.m.Acquire(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	return managedWorktree{a.m, wt}, nil
+}
+
+func (a managedWorktrees) AcquireAt(ctx context.Context, repoDir, commit string) (Worktree, error) {
+	wt, err := a.m.AddAt(ctx, repoDir, commit)
 	if err != nil {
 		return nil, err
 	}

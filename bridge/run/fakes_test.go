@@ -223,6 +223,10 @@ func (g *fakeGit) Compare(ctx context.Context, before, after git.Evidence) (git.
 	return g.change, g.compareErr
 }
 
+func (g *fakeGit) ReviewOf(ctx context.Context, r git.Repo, target, rev string, maxPatch int) (git.Review, error) {
+	return git.Review{}, errors.New("fakeGit: no reviews")
+}
+
 func (g *fakeGit) TopLevel(ctx context.Context, dir string) (string, error) {
 	g.ev.add("git.TopLevel")
 	if g.topErr != nil {
@@ -266,6 +270,11 @@ func (w *fakeWorktrees) Acquire(ctx context.Context, repoDir string) (Worktree, 
 	w.leased++
 	w.mu.Unlock()
 	return &fakeWorktree{w: w}, nil
+}
+
+func (w *fakeWorktrees) AcquireAt(ctx context.Context, repoDir, commit string) (Worktree, error) {
+	w.ev.add("wt.AcquireAt %s", commit)
+	return w.Acquire(ctx, repoDir)
 }
 
 type fakeWorktree struct{ w *fakeWorktrees }

@@ -287,6 +287,9 @@ func (k *call) do(ctx context.Context) Result {
 		return k.fail(f.kind, f.msg, false)
 	}
 	k.dir = dir
+	if p, ok := k.space.(interface{ prompt(string) string }); ok {
+		k.Prompt = p.prompt(k.Prompt) // review_cline: the task with the change under review
+	}
 	res := k.withSettings(ctx)
 	k.recordSession(&res, k.sessionID)
 	ectx, cancel := epilogue(ctx)

@@ -111,7 +111,7 @@ func (k *call) planSession() *failure {
 // id and turn into the result; a fresh container data dir whose session never started is removed.
 func (k *call) recordSession(res *Result, id string) {
 	st := k.r.cfg.Sessions
-	if st == nil || id == "" {
+	if st == nil || id == "" || k.Tool == ReviewCline { // a review is one turn: nothing to continue
 		if k.sessFresh {
 			_ = os.RemoveAll(k.sessData)
 		}

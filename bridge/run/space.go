@@ -44,6 +44,8 @@ func (r *Runner) workspaceFor(c Call) workspace {
 		return &checkoutSpace{git: r.cfg.Git, cwd: c.Cwd}
 	case AskClineWorkspace:
 		return &worktreeSpace{git: r.cfg.Git, wts: r.cfg.Worktrees, cwd: c.Cwd, leases: &r.leases, cont: c.SessionID}
+	case ReviewCline:
+		return &reviewSpace{worktreeSpace: &worktreeSpace{git: r.cfg.Git, wts: r.cfg.Worktrees, cwd: c.Cwd, leases: &r.leases}, target: c.Target, focus: c.Focus}
 	default:
 		return &cwdSpace{git: r.cfg.Git, cwd: c.Cwd}
 	}

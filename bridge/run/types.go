@@ -3,16 +3,18 @@ package run
 import (
 	"github.com/cline-mcp/cline-mcp/bridge/acp"
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/review"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
-// Tool names the three MCP tools; each selects a tool policy and a workspace.
+// Tool names the run tools; each selects a tool policy and a workspace.
 type Tool string
 
 const (
 	AskCline          Tool = "ask_cline"
 	ApplyClineEdits   Tool = "apply_cline_edits"
 	AskClineWorkspace Tool = "ask_cline_workspace"
+	ReviewCline       Tool = "review_cline"
 )
 
 // Analysis reports whether the tool must never change the user's files.
@@ -34,6 +36,10 @@ type Call struct {
 	Protocol Protocol
 	// SessionID continues that conversation (the ACP engine; same tool, isolation and checkout).
 	SessionID string
+	// Target and Focus are review_cline's: what is reviewed (uncommitted, base:<ref>,
+	// commit:<sha>; "" is uncommitted) and the review's focus.
+	Target string
+	Focus  string
 	// MaxCostUSD and MaxIterations are the call's spend limits (0: the server's, budget.go).
 	MaxCostUSD    float64
 	MaxIterations int
@@ -115,8 +121,11 @@ type Result struct {
 	HeadAfter     string
 	Git           *GitReport
 
-	// ask_cline_workspace
+	// ask_cline_workspace and review_cline
 	Worktree *WorktreeReport
+
+	// review_cline: the reviewed range and the findings (review.go)
+	Review *review.Report
 
 	// the ACP engine: the conversation this call belongs to (continue it with sessionId), its
 	// turn number, and every tool call the policy rejected before it ran.

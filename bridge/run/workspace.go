@@ -28,6 +28,8 @@ type worktreeSpace struct {
 	// continues ("" for none).
 	leases *leases
 	cont   string
+	// at is the commit of the worktree ("": HEAD, from the pool when it is on): review_cline's.
+	at string
 }
 
 func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []string, *failure) {
@@ -43,7 +45,11 @@ func (w *worktreeSpace) prepare(ctx context.Context, res *Result) (string, []str
 	if w.cont != "" && lease == nil {
 		warns = append(warns, "the session's worktree did not survive (the server restarted or it was released): this turn runs in a new worktree of HEAD")
 	}
-	if lease == nil {
+	switch {
+	case lease != nil:
+	case w.at != "":
+		lease, err = w.wts.AcquireAt(ctx, w.cwd, w.at)
+	default:
 		lease, err = w.wts.Acquire(ctx, w.cwd)
 	}
 	if err != nil {

@@ -46,14 +46,18 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return setup(args, stdout, stderr)
 	case watchdogCommand:
 		return watchdog(args, stderr)
-	case "serve", "doctor":
+	case "serve", "doctor", "review":
 	default:
-		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, setup, version, help)\n", cmd)
+		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, review, setup, version, help)\n", cmd)
 		return 2
 	}
 	fs := newFlags(stderr)
 	cfg := &config{}
 	cfg.register(fs)
+	rf := &reviewFlags{}
+	if cmd == "review" {
+		rf.register(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout, fs)
@@ -74,6 +78,10 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
 		return 2
 	}
+	if err := rf.checkFor(cmd); err != nil {
+		fmt.Fprintf(stderr, "cline-mcp review: %v\n", err)
+		return 2
+	}
 	logger, closeLog, err := cfg.logger(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
@@ -83,8 +91,11 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if cmd == "doctor" {
+	switch cmd {
+	case "doctor":
 		return doctor(ctx, cfg, stdout)
+	case "review":
+		return reviewMain(ctx, cfg, rf, logger, stdout, stderr)
 	}
 	return serve(ctx, cfg, logger, stdin, stdout)
 }
@@ -102,6 +113,9 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 Usage:
   cline-mcp [serve] [flags]   serve MCP on stdin/stdout (what MCP clients run)
   cline-mcp doctor [flags]    check the Cline CLI, its settings, git and Docker; exit 1 on a required failure
+  cline-mcp review [flags]    run review_cline once (CI): --cwd, --target, --focus, --prompt, --format
+                              text|json|sarif, --out, --fail-on <severity>, --timeout; exit 1 on findings
+                              at --fail-on or above, 3 when the review did not run (docs/review.md)
   cline-mcp setup <client>    write the MCP configuration of claude-code, claude-desktop, cursor, codex or
                               vscode for this binary (cline-mcp setup --help; --print only shows it)
   cline-mcp version           print the version (also --version)

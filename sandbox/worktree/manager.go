@@ -183,6 +183,19 @@ func (m *Manager) Add(ctx context.Context, repoDir string) (*Worktree, error) {
 	return m.create(ctx, src, commit, false)
 }
 
+// AddAt is Add at commit (a full object id in repoDir's repository, such as the snapshot commit of
+// a review) instead of HEAD. It never uses the pool.
+func (m *Manager) AddAt(ctx context.Context, repoDir, commit string) (*Worktree, error) {
+	if !git.IsObjectID(commit) {
+		return nil, &SetupError{Repo: repoDir, Err: fmt.Errorf("not a commit id: %q", commit)}
+	}
+	src, _, err := m.source(ctx, repoDir)
+	if err != nil {
+		return nil, err
+	}
+	return m.create(ctx, src, commit, false)
+}
+
 // source records repoDir's repository and resolves its HEAD, before any run: the part of Add
 // and Acquire that asks git where things are. Errors are Add's.
 func (m *Manager) source(ctx context.Context, repoDir string) (git.Repo, string, error) {
