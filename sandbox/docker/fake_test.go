@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"net"
 	"sync"
 
@@ -76,7 +77,11 @@ func (f *fakeClient) Ping(ctx context.Context, _ client.PingOptions) (client.Pin
 
 func (f *fakeClient) ImageInspect(ctx context.Context, image string, _ ...client.ImageInspectOption) (client.ImageInspectResult, error) {
 	f.record("image inspect")
-	return client.ImageInspectResult{}, f.imageErr
+	var res client.ImageInspectResult
+	res.ID = "sha256:fakeimage"
+	res.Config = &dockerspec.DockerOCIImageConfig{}
+	res.Config.Labels = map[string]string{LabelCLI: "cline@0.0.0-fake"}
+	return res, f.imageErr
 }
 
 func (f *fakeClient) ContainerCreate(ctx context.Context, opts client.ContainerCreateOptions) (client.ContainerCreateResult, error) {

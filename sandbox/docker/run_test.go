@@ -133,6 +133,31 @@ func TestRunOptionsApplied(t *testing.T) {
 	}
 }
 
+// TestRunReportsWhatWasCreated: the Exit's ContainerReport is read from the create request the
+// engine got (after the egress mode changed it) and the image the run inspected.
+func TestRunReportsWhatWasCreated(t *testing.T) {
+	f := newFake()
+	e := newFakeExecutor(t, f, WithImage("img:1"), WithNetwork("none"), WithEgress(Egress{Mode: sandbox.EgressNone}), WithPidsLimit(64))
+	x, err := e.Run(t.Context(), sandbox.Spec{Path: "/bin/x", User: "1000:1000", Tmpfs: []sandbox.Tmpfs{{Target: "/tmp"}},
+		Mounts: []sandbox.Mount{{Source: "/src/repo", Target: "/src/repo", ReadOnly: true}, {Source: "/src/data", Target: "/data"}}})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	c := x.Container
+	if c == nil {
+		t.Fatal("no ContainerReport")
+	}
+	got := fmt.Sprint(c.Engine, c.Image, c.ImageID, c.CLI, c.User, c.ReadOnlyRoot, c.CapDrop, c.NoNewPrivileges, c.Privileged, c.Network, c.Egress, c.PidsLimit, c.Mounts)
+	want := fmt.Sprint("docker", "img:1", "sha256:fakeimage", "cline@0.0.0-fake", "1000:1000", true, []string{"ALL"}, true, false, "none", sandbox.EgressNone, 64,
+		[]sandbox.MountReport{{Target: "/data", Kind: "bind"}, {Target: "/src/repo", ReadOnly: true, Kind: "bind"}, {Target: "/tmp", Kind: "tmpfs"}})
+	if got != want {
+		t.Errorf("report\n got %s\nwant %s", got, want)
+	}
+	if h := f.created.HostConfig; c.Network != string(h.NetworkMode) || c.MemoryBytes != h.Memory {
+		t.Errorf("the report says %s/%d, the create request %s/%d", c.Network, c.MemoryBytes, h.NetworkMode, h.Memory)
+	}
+}
+
 func TestRunStopOnContextEnd(t *testing.T) {
 	tests := []struct {
 		name      string
