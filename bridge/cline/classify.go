@@ -56,7 +56,7 @@ type Outcome struct {
 	Stderr         StderrSummary
 	// OOMKilled: the container engine killed the run for exceeding its memory limit.
 	OOMKilled bool
-	// Analysis marks an analysis run (ask_cline, ask_cline_workspace): a successful call of a
+	// Analysis marks an analysis run (ask_cline, ask_cline_workspace, review_cline): a successful call of a
 	// tool outside Allowed (the run's allow-list, AnalysisTools) is then reported as a warning,
 	// on success and on failure alike. With Allowed nil (the seed policy) only mutating tools
 	// are reported.

@@ -54,7 +54,7 @@ var mutatingTools = append([]string{
 // readTools read the workspace and nothing else: the allow-list of an analysis run on the host.
 var readTools = []string{"read_files", "search_codebase"}
 
-// AnalysisTools is the allow-list of an analysis run (ask_cline, ask_cline_workspace): the tools
+// AnalysisTools is the allow-list of an analysis run (ask_cline, ask_cline_workspace, review_cline): the tools
 // that read the workspace, and in a container also run_commands (the workspace is mounted
 // read-only or is a disposable worktree, and the network is the egress policy's). Every other
 // tool is off: the known ones through DisabledTools, the rest by switching their sources off.

@@ -15,7 +15,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 )
 
-// The tool policy of an analysis run (ask_cline, ask_cline_workspace) is an allow-list,
+// The tool policy of an analysis run (ask_cline, ask_cline_workspace, review_cline) is an allow-list,
 // cline.AnalysisTools: the CLI offers the model only the tools that read the workspace (and, in a
 // container, run_commands). The CLI has no allow-list of its own, so the policy is built from
 // what it does have, without touching the user's files:

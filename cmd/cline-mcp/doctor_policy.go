@@ -38,7 +38,7 @@ func policyChecks(version string) []check {
 	}
 	if names := mcpServers(mcpPath); len(names) > 0 {
 		out = append(out, check{name: "mcp servers", optional: true, ok: true,
-			detail: fmt.Sprintf("%s configures %s: switched off for ask_cline and ask_cline_workspace (an empty CLINE_MCP_SETTINGS_PATH), on for apply_cline_edits", mcpPath, strings.Join(names, ", "))})
+			detail: fmt.Sprintf("%s configures %s: switched off for the analysis tools (ask_cline, ask_cline_workspace, review_cline; an empty CLINE_MCP_SETTINGS_PATH), on for apply_cline_edits", mcpPath, strings.Join(names, ", "))})
 	}
 	var code []string
 	for _, d := range cline.UserCodeDirs(home) {

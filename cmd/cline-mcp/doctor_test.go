@@ -87,7 +87,7 @@ func TestDoctor(t *testing.T) {
 			},
 			want:     []string{"OK   analysis tools", "OK   mcp servers", "WARN cline hooks"},
 			wantFix:  []string{"cline hooks"},
-			wantText: []string{"configures fs, git: switched off for ask_cline", filepath.Join("Documents", "Cline", "Hooks") + " run in every host analysis call"}},
+			wantText: []string{"configures fs, git: switched off for the analysis tools (ask_cline, ask_cline_workspace, review_cline", filepath.Join("Documents", "Cline", "Hooks") + " run in every host analysis call"}},
 		{name: "docker retries configured but unreachable", args: []string{"--cline", fake, "--retry-isolation", "docker"}, settings: &validSettings, exit: 1,
 			want: []string{"FAIL docker"}, wantFix: []string{"docker"}},
 	}
