@@ -225,3 +225,23 @@ func TestReviewCommand(t *testing.T) {
 		t.Errorf("not a checkout: exit %d, want 3 with the kind\n%s", code, stderr)
 	}
 }
+
+// TestReviewInTheBackground: a review runs as a background job too, and its result — findings
+// included — is what cline_job returns when it is done.
+func TestReviewInTheBackground(t *testing.T) {
+	e := prepareEnv(t)
+	e.start(jobsArgs(e)...)
+	dirtyCheckout(t, e.work)
+	block := `{"summary": "s", "findings": [{"severity": "low", "file": "app.go", "line": 5, "title": "t", "detail": "d"}]}`
+	_, sc := e.call("review_cline", map[string]any{"prompt": reviewAnswer(block), "background": true})
+	id, _ := sc["jobId"].(string)
+	if id == "" {
+		t.Fatalf("background answer %v", sc)
+	}
+	done, _ := e.waitJob(id)
+	res, _ := done["result"].(map[string]any)
+	rv, _ := res["review"].(map[string]any)
+	if done["state"] != "succeeded" || rv == nil || rv["parsed"] != true || len(rv["findings"].([]any)) != 1 {
+		t.Errorf("job %v, want the review with its finding", done)
+	}
+}
