@@ -28,6 +28,7 @@ func TestToolsAdvertised(t *testing.T) {
 		"ask_cline":           {true, false},
 		"apply_cline_edits":   {false, true},
 		"ask_cline_workspace": {true, false},
+		"review_cline":        {true, false},
 		"cline_sessions":      {true, false},
 		"cline_job":           {false, false},
 	}
