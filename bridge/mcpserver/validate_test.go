@@ -89,6 +89,9 @@ func TestCwdResolvedThroughSymlinks(t *testing.T) {
 	}
 	link := filepath.Join(t.TempDir(), "var")
 	if err := os.Symlink(real, link); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("cannot create a symlink: %v", err)
+		}
 		t.Skipf("!!! SKIPPED: cannot create a symlink here: %v", err)
 	}
 	want, err := filepath.EvalSymlinks(filepath.Join(real, "repo", "sub"))

@@ -159,7 +159,7 @@ func Hunks(patch string) map[string][][2]int {
 		case strings.HasPrefix(line, "+++ "):
 			file = diffPath(strings.TrimPrefix(line, "+++ "))
 			if file != "" {
-				out[file] = out[file][:0:0]
+				out[file] = [][2]int{} // known, even when it has no hunk with new lines
 			}
 		case file != "" && strings.HasPrefix(line, "@@ "):
 			m := hunkHeader.FindStringSubmatch(line)

@@ -33,7 +33,7 @@ func Prompt(r Range, focus, extra string) string {
 	for _, f := range r.Files {
 		added, deleted = added+f.Added, deleted+f.Deleted
 	}
-	fmt.Fprintf(&b, ".\nRange: %s..%s, %d file(s), +%d -%d.\n", short(r.Base), short(r.Head), len(r.Files), added, deleted)
+	fmt.Fprintf(&b, ".\nRange: %s..%s, %d file(s), +%d -%d.\n", ShortID(r.Base), ShortID(r.Head), len(r.Files), added, deleted)
 	if focus != "" {
 		fmt.Fprintf(&b, "Focus of this review: %s\n", focus)
 	}
@@ -70,7 +70,8 @@ nothing to report; severity is one of critical, high, medium, low, info):
 	return b.String()
 }
 
-func short(id string) string {
+// ShortID is the first 12 characters of an object id, as reports print it.
+func ShortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]
 	}

@@ -131,7 +131,7 @@ func writeReview(w io.Writer, format string, res run.Result) error {
 	}
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(res.Text) + "\n\n")
-	fmt.Fprintf(&b, "Reviewed %s (%s..%s): %d file(s), %d finding(s)\n", rv.Target, shortID(rv.Base), shortID(rv.Head), len(rv.Files), len(rv.Findings))
+	fmt.Fprintf(&b, "Reviewed %s (%s..%s): %d file(s), %d finding(s)\n", rv.Target, review.ShortID(rv.Base), review.ShortID(rv.Head), len(rv.Files), len(rv.Findings))
 	for _, f := range rv.Findings {
 		loc := f.File
 		if f.Line > 0 {
@@ -163,11 +163,4 @@ func reviewExit(rv *review.Report, failOn review.Severity, stderr io.Writer) int
 		return reviewFindings
 	}
 	return reviewPassed
-}
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
