@@ -137,6 +137,27 @@ type Spec struct {
 	// executor allows every run (the provider's API); used when the executor's egress is
 	// restricted to an allow-list.
 	Egress []string
+	// Credential, when set, is the provider credential the executor's egress proxy adds to the
+	// run's provider requests, so the run itself never holds it: the run's settings point its
+	// provider at ProviderProxyURL and carry a placeholder instead. An executor that cannot
+	// keep it outside (no egress proxy) refuses the Spec instead of passing it in.
+	Credential *Credential
+}
+
+// ProviderProxyAddr is where a run whose Spec has a Credential finds its provider: a listener on
+// the run's own loopback that hands each request to the egress proxy, which adds the credential
+// and sends it on to Credential.Upstream.
+const ProviderProxyAddr = "127.0.0.1:3129"
+
+// Credential is a provider credential kept outside the run (Spec.Credential).
+type Credential struct {
+	// Upstream is the provider's origin the proxy forwards to: scheme (https, or http when the
+	// user's own baseUrl was plain http) and host[:port]; the request path is the run's own.
+	Upstream string
+	// Headers are set on every forwarded request, replacing whatever the run sent under these
+	// names and under Authorization, X-Api-Key and Api-Key: the credential, and the provider's
+	// custom headers from the user's settings. Never logged, never reported.
+	Headers map[string]string
 }
 
 // Defaults for Spec's graces. SettleGrace matches the seed's 500 ms settlement rule.
@@ -196,9 +217,12 @@ type ContainerReport struct {
 	// Egress is the executor's egress mode for the run (none, provider, open).
 	Egress EgressMode
 	// Mounts are the run's mounts: where, read-only or writable, bind or copied.
-	Mounts      []MountReport
-	MemoryBytes int64
-	PidsLimit   int64
+	Mounts []MountReport
+	// CredentialOutside is true when the run's provider credential stayed with the egress
+	// proxy (Spec.Credential) and the container got a placeholder.
+	CredentialOutside bool
+	MemoryBytes       int64
+	PidsLimit         int64
 }
 
 // MountReport is one mount of a container run.

@@ -28,6 +28,7 @@ func forwardMain(args []string) int {
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
 	socket := fs.String("socket", egress.SocketPath, "the proxy's unix socket")
 	listen := fs.String("listen", egress.ForwardAddr, "where the run's HTTPS_PROXY points")
+	provider := fs.String("provider", "", "also serve the run's provider requests here (the credential stays with the proxy): "+egress.ProviderAddr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,6 +43,23 @@ func forwardMain(args []string) int {
 		return 1
 	}
 	go serveForward(ln, *socket)
+	if *provider != "" {
+		u, err := runProxyURL()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cline-mcp-egress forward:", err)
+			return 1
+		}
+		pln, err := net.Listen("tcp", *provider)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cline-mcp-egress forward:", err)
+			return 1
+		}
+		go func() {
+			if err := serveProvider(pln, *socket, u); err != nil {
+				fmt.Fprintln(os.Stderr, "cline-mcp-egress forward:", err)
+			}
+		}()
+	}
 	return runChild(prog)
 }
 

@@ -24,6 +24,10 @@ import (
 	"strings"
 	"time"
 
+	// The image has no CA store: credential upstreams (egress.Credential) are verified against
+	// this copy of Mozilla's roots when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/cline-mcp/cline-mcp/sandbox/egress"
 )
 

@@ -117,6 +117,7 @@ type runEgress struct {
 	side     *sidecar
 	token    string
 	provider []string // the Spec's own endpoints (ParseEndpoint form): not reported as extra
+	cred     bool     // the proxy keeps the run's provider credential (Spec.Credential)
 	once     sync.Once
 	sum      egress.Summary
 }
@@ -126,6 +127,9 @@ type runEgress struct {
 // modes.
 func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgress, error) {
 	if e.egress.Mode != EgressProvider {
+		if spec.Credential != nil {
+			return nil, fmt.Errorf("docker run: the provider credential can stay outside the container only with egress provider (the proxy adds it), not %s", e.egress.Mode)
+		}
 		return nil, nil
 	}
 	side, err := e.sidecar(ctx)
@@ -145,11 +149,19 @@ func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgre
 	}
 	gctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	if err := side.ctl.Grant(gctx, token, allow); err != nil {
+	var cred *egress.Credential
+	if c := spec.Credential; c != nil {
+		cred = &egress.Credential{Upstream: c.Upstream, Headers: c.Headers}
+		if !side.ctl.Has(egress.FeatureCredential) {
+			return nil, &sandbox.LaunchError{Op: "egress grant", Hint: HintEgressImage, Missing: true,
+				Err: errors.New("the egress proxy image cannot keep the provider's credential outside the container: it is older than this server")}
+		}
+	}
+	if err := side.ctl.Grant(gctx, token, allow, cred); err != nil {
 		return nil, &sandbox.LaunchError{Op: "egress grant", Err: err,
 			Hint: "the egress proxy container stopped answering; the next call starts a new one"}
 	}
-	return &runEgress{e: e, side: side, token: token, provider: provider}, nil
+	return &runEgress{e: e, side: side, token: token, provider: provider, cred: cred != nil}, nil
 }
 
 // applyEgress gives the container the network of the run's egress mode: none, or the
@@ -167,7 +179,13 @@ func (e *Executor) applyEgress(opts *client.ContainerCreateOptions, r *runEgress
 			return
 		}
 		opts.HostConfig.VolumesFrom = []string{r.side.id + ":ro"}
-		opts.Config.Entrypoint = append([]string{egress.Forwarder, "forward", "--"}, opts.Config.Entrypoint...)
+		fwd := []string{egress.Forwarder, "forward"}
+		if r.cred {
+			// The run's provider requests go to its loopback (its settings' baseUrl), from
+			// there to the proxy, which adds the credential the run never had.
+			fwd = append(fwd, "-provider", egress.ProviderAddr)
+		}
+		opts.Config.Entrypoint = append(append(fwd, "--"), opts.Config.Entrypoint...)
 		proxy := "http://" + r.token + ":x@" + egress.ForwardAddr
 		noProxy := "localhost,127.0.0.1,::1"
 		opts.Config.Env = append(withoutProxyEnv(opts.Config.Env),
@@ -190,6 +208,9 @@ func withoutProxyEnv(env []string) []string {
 	}
 	return out
 }
+
+// keepsCredential reports whether the proxy holds the run's provider credential.
+func (r *runEgress) keepsCredential() bool { return r != nil && r.cred }
 
 // end revokes the run's grant (once) and returns what the proxy refused and which endpoints
 // other than the Spec's own the run reached (nil when neither). It runs after the container is

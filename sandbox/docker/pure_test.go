@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/egress"
 )
 
 func TestExitFromStatus(t *testing.T) {
@@ -138,5 +139,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if _, err := New(WithClient(&fakeClient{}), opt); err == nil {
 			t.Errorf("got no error for a bad option, want one")
 		}
+	}
+}
+
+// TestProviderAddrAgrees: the bridge points a keyless run's provider at sandbox.ProviderProxyAddr;
+// the forwarder this executor starts listens on egress.ProviderAddr.
+func TestProviderAddrAgrees(t *testing.T) {
+	if egress.ProviderAddr != sandbox.ProviderProxyAddr {
+		t.Errorf("egress.ProviderAddr %q != sandbox.ProviderProxyAddr %q", egress.ProviderAddr, sandbox.ProviderProxyAddr)
 	}
 }

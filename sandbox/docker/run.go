@@ -95,6 +95,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		return sandbox.Exit{}, err
 	}
 	c.report.Image, c.report.ImageID, c.report.CLI = e.image, img.id, img.cli
+	c.report.CredentialOutside = eg.keepsCredential()
 	defer c.cleanup(ctx)
 	// Without this check a missing executable would only show as init's exit 127.
 	if err := e.statPath(ctx, c.id, spec.Path); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -14,12 +15,17 @@ import (
 // grant and revoke to the proxy's stdin; the proxy answers each on its stdout (granted, revoked,
 // or error with the same token) and announces itself once with ready.
 type Message struct {
-	Op      string   `json:"op"` // ready, grant, granted, revoke, revoked, error
-	Token   string   `json:"token,omitempty"`
-	Allow   []string `json:"allow,omitempty"`   // grant
-	Addr    string   `json:"addr,omitempty"`    // ready: where the proxy listens
-	Summary *Summary `json:"summary,omitempty"` // revoked
-	Error   string   `json:"error,omitempty"`
+	Op    string   `json:"op"` // ready, grant, granted, revoke, revoked, error
+	Token string   `json:"token,omitempty"`
+	Allow []string `json:"allow,omitempty"` // grant
+	Addr  string   `json:"addr,omitempty"`  // ready: where the proxy listens
+	// Features are what this proxy can do beyond allow-lists (ready): FeatureCredential.
+	Features []string `json:"features,omitempty"`
+	// Credential (grant) is added by the proxy to the run's provider requests (ProviderHost).
+	// It is never echoed, logged or reported.
+	Credential *Credential `json:"credential,omitempty"`
+	Summary    *Summary    `json:"summary,omitempty"` // revoked
+	Error      string      `json:"error,omitempty"`
 }
 
 // Control serves the control protocol for p: it writes ready (addr) to w, then answers every
@@ -27,7 +33,7 @@ type Message struct {
 // are answered with an error message.
 func (p *Proxy) Control(r io.Reader, w io.Writer, addr string) error {
 	enc := json.NewEncoder(w)
-	if err := enc.Encode(Message{Op: "ready", Addr: addr}); err != nil {
+	if err := enc.Encode(Message{Op: "ready", Addr: addr, Features: []string{FeatureCredential}}); err != nil {
 		return fmt.Errorf("egress control: %w", err)
 	}
 	sc := bufio.NewScanner(r)
@@ -46,6 +52,12 @@ func (p *Proxy) Control(r io.Reader, w io.Writer, addr string) error {
 			}
 			p.Grant(m.Token, allow)
 			out = Message{Op: "granted", Token: m.Token}
+			if m.Credential != nil {
+				if err := p.GrantCredential(m.Token, m.Credential); err != nil {
+					p.Revoke(m.Token)
+					out = Message{Op: "error", Token: m.Token, Error: err.Error()}
+				}
+			}
 		case m.Op == "revoke" && m.Token != "":
 			s := p.Revoke(m.Token)
 			out = Message{Op: "revoked", Token: m.Token, Summary: &s}
@@ -81,10 +93,11 @@ type Client struct {
 	wmu sync.Mutex // serialises writes
 	mu  sync.Mutex // guards the fields below
 
-	waiting map[string]chan Message // by op + token
-	ready   chan Message
-	done    chan struct{}
-	err     error
+	waiting  map[string]chan Message // by op + token
+	features []string                // announced in ready
+	ready    chan Message
+	done     chan struct{}
+	err      error
 }
 
 // NewClient reads the proxy's messages from r (until it ends) and writes requests to w.
@@ -133,6 +146,9 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 func (c *Client) Ready(ctx context.Context) (string, error) {
 	select {
 	case m := <-c.ready:
+		c.mu.Lock()
+		c.features = m.Features
+		c.mu.Unlock()
 		return m.Addr, nil
 	case <-c.done:
 		return "", ErrClosed
@@ -141,10 +157,22 @@ func (c *Client) Ready(ctx context.Context) (string, error) {
 	}
 }
 
-// Grant lets the run with token reach allow and waits until the proxy confirmed it.
-func (c *Client) Grant(ctx context.Context, token string, allow []string) error {
-	_, err := c.call(ctx, "granted", Message{Op: "grant", Token: token, Allow: allow})
+// Grant lets the run with token reach allow and waits until the proxy confirmed it. A non-nil
+// cred is kept by the proxy for the run's provider requests (ProviderHost); a proxy that does
+// not announce FeatureCredential is refused such a grant before anything is sent.
+func (c *Client) Grant(ctx context.Context, token string, allow []string, cred *Credential) error {
+	if cred != nil && !c.Has(FeatureCredential) {
+		return fmt.Errorf("egress grant: this proxy cannot keep a credential (its image is older than this server)")
+	}
+	_, err := c.call(ctx, "granted", Message{Op: "grant", Token: token, Allow: allow, Credential: cred})
 	return err
+}
+
+// Has reports whether the proxy announced feature in its ready message.
+func (c *Client) Has(feature string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.features, feature)
 }
 
 // Revoke ends the run's grant and returns what it did.

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -32,6 +33,9 @@ type Proxy struct {
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Log receives one line per refusal (endpoint and reason, never a payload); nil discards.
 	Log *log.Logger
+	// RootCAs verify credential upstreams (GrantCredential); nil means the system's roots
+	// (cmd/cline-mcp-egress links a fallback set for its empty image).
+	RootCAs *x509.CertPool
 
 	mu        sync.Mutex
 	grants    map[string]*grant
@@ -43,6 +47,7 @@ type grant struct {
 	allow   []endpoint
 	allowed map[string]*Count
 	refused map[string]*Count
+	cred    *credential // GrantCredential
 }
 
 // Grant lets the run with token reach the endpoints allow (ParseEndpoint results; others are
@@ -159,6 +164,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cline-mcp egress proxy: the run token is missing (Proxy-Authorization)", http.StatusProxyAuthRequired)
 		return
 	}
+	var cred *credential
+	if scheme == "http" && r.URL.Host == ProviderHost {
+		// A provider request from the run's forwarder: checked and counted as a request to
+		// the upstream of the run's credential.
+		if cred = p.credentialOf(token); cred == nil {
+			w.Header().Set("X-Cline-Mcp-Egress", "refused")
+			http.Error(w, "cline-mcp egress proxy: this run keeps no provider credential at the proxy", http.StatusForbidden)
+			return
+		}
+		raw, scheme = cred.target.String(), cred.scheme
+	}
 	t, err := parseTarget(raw, scheme)
 	target := t.String()
 	var rule endpoint
@@ -182,7 +198,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.tunnel(w, target, t.port, addrs)
 		return
 	}
-	p.forward(w, r.WithContext(context.WithValue(r.Context(), addrsKey{}, addrs)), target)
+	r = r.WithContext(context.WithValue(r.Context(), addrsKey{}, addrs))
+	if cred != nil {
+		p.forwardCredential(w, r, cred)
+		return
+	}
+	p.forward(w, r, target)
 }
 
 // printable is s with anything outside printable ASCII replaced, at most 128 bytes: what a
@@ -275,17 +296,7 @@ func closeWrite(c net.Conn) {
 // every chunk is flushed as it arrives). Hop-by-hop headers, Proxy-Authorization among them,
 // are dropped on the way.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, target string) {
-	p.once.Do(func() {
-		p.transport = &http.Transport{
-			Proxy:                 nil,
-			DialContext:           p.dialChecked,
-			ForceAttemptHTTP2:     false,
-			MaxIdleConnsPerHost:   4,
-			IdleConnTimeout:       90 * time.Second,
-			ResponseHeaderTimeout: 0,
-			DisableCompression:    true,
-		}
-	})
+	p.once.Do(p.initTransports)
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			u := *pr.In.URL

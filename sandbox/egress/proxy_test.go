@@ -214,10 +214,10 @@ func TestControlProtocol(t *testing.T) {
 	if err != nil || addr != "10.0.0.2:3128" {
 		t.Fatalf("Ready: got %q, %v", addr, err)
 	}
-	if err := c.Grant(ctx, "tok", []string{"nope"}); err == nil || !strings.Contains(err.Error(), "host:port") {
+	if err := c.Grant(ctx, "tok", []string{"nope"}, nil); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Errorf("grant of a bad endpoint: got %v, want an error naming the format", err)
 	}
-	if err := c.Grant(ctx, "tok", []string{"Provider:18080"}); err != nil {
+	if err := c.Grant(ctx, "tok", []string{"Provider:18080"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r := decide(p, "tok", "provider:18080"); r != "" {
@@ -240,7 +240,7 @@ func TestControlProtocol(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Done not closed after the proxy ended")
 	}
-	if err := c.Grant(ctx, "late", nil); !errors.Is(err, ErrClosed) {
+	if err := c.Grant(ctx, "late", nil, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("grant after the end: got %v, want ErrClosed", err)
 	}
 }
