@@ -207,6 +207,7 @@ func samples() map[run.Tool][]run.Result {
 			SessionID: "1796278600502_lmK-X_cli", Turn: 2, Rejected: []run.Rejection{{Tool: "editor", Kind: "edit", Title: "editor: x", Reason: "read-only"}},
 			Enforcement: &run.Enforcement{Isolation: sandbox.IsolationDocker, Egress: sandbox.EgressProvider,
 				AllowedEndpoints: []string{"api.anthropic.com:443"}, RefusedEndpoints: []string{"evil.example:443"}, Summary: "docker container",
+				CredentialInside: "provider cline cannot be proxied",
 				Container: &run.ContainerEnforcement{Engine: "docker", Image: "cline-mcp/cline:latest", ImageID: "sha256:1", CLI: "cline@3.0.65",
 					User: "1000:1000", UsernsMode: "keep-id", ReadOnlyRoot: true, CapDrop: []string{"ALL"}, NoNewPrivileges: true,
 					Network: "none", Mounts: []run.MountEnforcement{{Target: "/work", Kind: "bind"}}, MemoryBytes: 1 << 31, PidsLimit: 256}}}

@@ -27,6 +27,8 @@ type attempt struct {
 	enforcement *Enforcement
 	// warnings are this attempt's: its settings copy, tool policy, network and merge-back.
 	warnings []string
+	// credNote says why a container attempt's provider credential was inside it (keyOutside).
+	credNote string
 	// providers is the providers.json the attempt runs with (the ACP engine reads its provider).
 	providers string
 	// the ACP engine: the session the attempt ran in, and the tool calls the policy rejected
@@ -190,7 +192,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 
 	k.progress(fmt.Sprintf("attempt %d: starting Cline (%s)", n, iso))
 	copyBack := k.engine.run(ctx, k, &a, exec, spec)
-	a.enforcement = k.enforcementOf(iso, spec, a.exit)
+	a.enforcement = k.enforcementOf(iso, spec, a.exit, a.credNote)
 	if !a.ran {
 		return a
 	}

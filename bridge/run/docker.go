@@ -54,6 +54,11 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 			extra[name] = v
 		}
 	}
+	// The endpoints come from the settings as the user wrote them, before the key goes out.
+	spec.Egress = k.providerEndpoints(cp.SettingsPath, cp.Target, a)
+	if spec.Credential, err = k.keyOutside(cp, extra, a); err != nil {
+		return cleanup, err
+	}
 	mounts, err := k.space.mounts(ctx)
 	if err != nil {
 		return cleanup, err
@@ -76,7 +81,6 @@ func (k *call) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = k.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(k.Tool)}
-	spec.Egress = k.providerEndpoints(cp.SettingsPath, cp.Target, a)
 	return cleanup, nil
 }
 

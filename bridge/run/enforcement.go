@@ -24,9 +24,11 @@ type Enforcement struct {
 	AllowedEndpoints []string `json:"allowedEndpoints,omitempty"`
 	RefusedEndpoints []string `json:"refusedEndpoints,omitempty"`
 	// CredentialOutside is true when the provider's credential never entered the run's
-	// environment or files. Today a container run gets its one provider's credential (least
-	// privilege, not outside), and a host run runs with the user's own settings.
-	CredentialOutside bool `json:"credentialOutside"`
+	// environment or files: the egress proxy added it to the run's provider requests, and the
+	// container had a placeholder. Otherwise CredentialInside says why the container got its
+	// one provider's credential (least privilege); a host run uses the user's own settings.
+	CredentialOutside bool   `json:"credentialOutside"`
+	CredentialInside  string `json:"credentialInside,omitempty"`
 	// Summary is the same in one line of text (the result's text says "Enforced: " and it).
 	Summary string `json:"summary"`
 }
@@ -59,7 +61,7 @@ type MountEnforcement struct {
 
 // enforcementOf is what an attempt in iso had enforced; spec.Egress are the provider endpoints
 // the attempt was given (provider mode).
-func (k *call) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox.Exit) *Enforcement {
+func (k *call) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox.Exit, credNote string) *Enforcement {
 	e := &Enforcement{Isolation: iso}
 	if iso != sandbox.IsolationDocker {
 		e.Summary = "host: no container; Cline ran as this server's user, with its files and network"
@@ -72,6 +74,10 @@ func (k *call) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox
 	}
 	e.Container = containerEnforcement(c)
 	e.Egress = c.Egress
+	e.CredentialOutside = c.CredentialOutside
+	if !e.CredentialOutside {
+		e.CredentialInside = credNote
+	}
 	if c.Egress == sandbox.EgressProvider {
 		e.AllowedEndpoints = slices.Concat(spec.Egress, k.r.cfg.EgressAllow)
 		if x.Egress != nil {
@@ -138,9 +144,12 @@ func summary(e *Enforcement) string {
 		net += ", egress open"
 	}
 	parts = append(parts, net)
-	if e.CredentialOutside {
-		parts = append(parts, "credential kept outside")
-	} else {
+	switch {
+	case e.CredentialOutside:
+		parts = append(parts, "the provider's credential stayed outside (the proxy added it; the container had a placeholder)")
+	case e.CredentialInside != "":
+		parts = append(parts, "the provider's credential was inside the container (that provider's only: "+e.CredentialInside+")")
+	default:
 		parts = append(parts, "the provider's credential was inside the container (that provider's only)")
 	}
 	return strings.Join(parts, "; ")

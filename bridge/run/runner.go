@@ -237,7 +237,7 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 		res.AttemptIsolation = []sandbox.Isolation{}
 	}
 	if res.Enforcement == nil { // no attempt reached its executor
-		res.Enforcement = k.enforcementOf(res.Isolation, sandbox.Spec{}, sandbox.Exit{})
+		res.Enforcement = k.enforcementOf(res.Isolation, sandbox.Spec{}, sandbox.Exit{}, "")
 	}
 	// Every string of the result, at its level, with every secret the call learned (a diff can
 	// carry a secret Cline wrote into a file, a file name can be one; the file on disk keeps it).

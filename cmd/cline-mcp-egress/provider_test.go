@@ -54,7 +54,9 @@ func TestProviderListenerAddsCredentialAtProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pln.Close()
-	go func() { _ = serveProvider(pln, sock, &url.URL{Scheme: "http", User: url.UserPassword("tok1", "x"), Host: "127.0.0.1:3128"}) }()
+	go func() {
+		_ = serveProvider(pln, sock, &url.URL{Scheme: "http", User: url.UserPassword("tok1", "x"), Host: "127.0.0.1:3128"})
+	}()
 
 	req, _ := http.NewRequest("POST", "http://"+pln.Addr().String()+"/v1/chat/completions", strings.NewReader("{}"))
 	req.Header.Set("Authorization", "Bearer sk-placeholder")

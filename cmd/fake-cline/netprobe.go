@@ -16,7 +16,8 @@ import (
 )
 
 // helperServe is the hidden argv[1] of the fake provider the egress tests run in a container:
-// `cline __fake_cline_serve <addr>` answers every request with 200 "fake provider ok <path>",
+// `cline __fake_cline_serve <addr>` answers every request with 200 "fake provider ok <path>"
+// (and prints the credential headers of a request for .../echo on stdout),
 // and GET /stream?mb=N with N MiB of SSE events (the throughput measurement). It prints
 // "serving <addr>" once it listens.
 const helperServe = "__fake_cline_serve"
@@ -43,6 +44,11 @@ func serveMain(args []string) int {
 				}
 			}
 			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/echo") {
+			// What the provider received, for the keyless tests (docker logs of the provider).
+			fmt.Printf("echo path=%s authorization=%q x-api-key=%q proxy-authorization=%q\n", r.URL.Path,
+				r.Header.Values("Authorization"), r.Header.Get("X-Api-Key"), r.Header.Get("Proxy-Authorization"))
 		}
 		fmt.Fprintf(w, "fake provider ok %s", r.URL.Path)
 	})

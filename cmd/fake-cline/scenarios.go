@@ -61,6 +61,7 @@ func init() {
 		"probe_write":            {doc: "tries to write in /, /etc, the parent of -c, $HOME, -c and /tmp (keep=true leaves the files, so a test can look for them on the host); JSON report as final text", run: runProbeWrite},
 		"probe_read":             {doc: "tries to read path= (default /etc/shadow); JSON report", run: runProbeRead},
 		"probe_caps":             {doc: "tries chown, mknod, setuid(0), a raw socket; JSON report", run: runProbeCaps},
+		"call_provider":          {doc: "POST <baseUrl>/<path=echo> of its provider with its settings' apiKey (or env key=) in header=, plus extra_auth= as a second Authorization; reports base_url, api_key, the answer, and with needle= (hex of a key XOR 0xff) where the key is in the container", run: runCallProvider},
 		"probe_net":              {doc: "tries TCP to addr= (1.1.1.1:443) and DNS of host= (example.com), and through the environment's proxy get=<url>, connect=<host:port>, and direct=<url> without it; JSON report", run: runProbeNet},
 		"probe_git":              {doc: "runs git log, git status and git commit --allow-empty in -c (needs git in the image); JSON report", run: runProbeGit},
 		"probe_pids":             {doc: "tries to start n= (50) child processes; JSON report of how many started", run: runProbePids},
