@@ -37,7 +37,7 @@ func TestDockerAnalysisToolsOffered(t *testing.T) {
 // Bun binary, the run's token in the proxy URL). The allowed endpoint comes from the provider's
 // baseUrl alone (no --egress-allow). The CLI's own telemetry is refused without a warning; a
 // command the model runs that reaches for another host (git over HTTPS) is refused, and the
-// result names that host.
+// result names that host. The container never had the key (key-less: the proxy added it).
 func TestDockerThroughEgressProxy(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")), throughEgressProxy())
 	res, sc := w.call("ask_cline", map[string]any{"prompt": "Reply with the word PONG"})
@@ -51,6 +51,10 @@ func TestDockerThroughEgressProxy(t *testing.T) {
 	}
 	if got := r.Header.Get("Proxy-Authorization"); got != "" {
 		t.Errorf("the provider saw Proxy-Authorization %q: the proxy passed the run's token on", got)
+	}
+	// The container had a placeholder: the key the provider got was added by the egress proxy.
+	if enf, _ := sc["enforcement"].(map[string]any); enf["credentialOutside"] != true {
+		t.Errorf("enforcement %v, want the credential kept outside the container", enf)
 	}
 	if ws, _ := sc["warnings"].([]any); len(ws) > 0 {
 		t.Errorf("got warnings %v, want none", ws)
