@@ -77,6 +77,9 @@ bench: build image-fake
 	@echo "ask_cline on the real CLI (fake provider): one-shot --json against a warm ACP process:"
 	CLINE_MCP_CONTRACT_BENCH=$${CLINE_MCP_CONTRACT_BENCH:-10} $(GO) test -count=1 -tags contract -run '^TestLatencyACPWarmVsJSON$$' -v ./contract/ \
 	  | grep -E 'p50|ratio|PONG|^(ok|FAIL|--- |contract:)'
+	@echo "a key-less Docker call (the egress proxy adds the key) against one with the key inside:"
+	CLINE_MCP_KEYLESS_BENCH=$${CLINE_MCP_KEYLESS_BENCH:-15} $(GO) test -count=1 -tags e2e -run '^TestKeylessCost$$' -v ./e2e/ \
+	  | grep -E 'keyless/key|^(ok|FAIL|--- )'
 	$(GO) test -run '^$$' -bench . -skip '^BenchmarkPool$$' -benchtime 20x ./sandbox/worktree/ ./sandbox/host/ ./bridge/redact/ ./bridge/cline/
 	$(GO) test -run '^$$' -bench '^BenchmarkPool$$' -benchtime 7x -timeout 60m ./sandbox/worktree/
 	@$(GO) test -count=1 -run '^(TestPrecisionSourceCorpus|TestRedactCorpus|TestRecallGeneratedSamples|TestFigures)$$' \

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
@@ -152,4 +155,56 @@ func TestKeylessNotForOAuthOrOpen(t *testing.T) {
 	if enf["credentialOutside"] != false || !strings.Contains(fmt.Sprint(enf["credentialInside"]), "provider cline cannot be proxied") {
 		t.Errorf("cline: enforcement %v, want the credential inside with the reason", enf)
 	}
+}
+
+// TestKeylessCost measures, only with CLINE_MCP_KEYLESS_BENCH=<n> (n ≥ 5; `make bench` sets it),
+// what keeping the key outside costs a Docker call in provider egress mode, alternating n calls of
+// each after a warm-up: the fake CLI calls its provider (call_provider) once per call, key-less
+// (openai-compatible: the forwarder on its loopback, the proxy adds the key) and with the key in
+// the container as before (deepseek, which the proxy does not stand in for: the request goes
+// through HTTP_PROXY to the same fake provider). It logs the p50s and their ratio, and asserts only
+// that every call reached the provider and which side kept the key.
+func TestKeylessCost(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("CLINE_MCP_KEYLESS_BENCH"))
+	if n < 5 {
+		t.Skip("set CLINE_MCP_KEYLESS_BENCH=<n ≥ 5> to measure what a key-less call costs")
+	}
+	w := newEgressWorld(t)
+	base := "http://" + w.provider + ":18080/v1"
+	server := func(provider string) *env {
+		e := prepareEnv(t)
+		if err := os.WriteFile(e.providers, []byte(keylessProviders(provider, base, secretKey(t))), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.start("--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
+		return e
+	}
+	keyless, keyed := server("openai-compatible"), server("deepseek")
+	call := func(e *env, outside bool) time.Duration {
+		start := time.Now()
+		sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Call fake:call_provider"})
+		d := time.Since(start)
+		wantDockerOK(t, sc)
+		if !strings.Contains(mcpsession.Str(sc, "text"), "fake provider ok /v1/echo") {
+			t.Fatalf("the provider was not reached: %s", sc["text"])
+		}
+		if enf, _ := enforcementOf(t, sc); enf["credentialOutside"] != outside {
+			t.Fatalf("credentialOutside %v, want %v", enf["credentialOutside"], outside)
+		}
+		return d
+	}
+	call(keyless, true)
+	call(keyed, false)
+	var kl, kd []time.Duration
+	for range n {
+		kl = append(kl, call(keyless, true))
+		kd = append(kd, call(keyed, false))
+	}
+	p50 := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	t.Logf("keyless Docker call p50 %v (min %v, max %v); key inside p50 %v (min %v, max %v); keyless/key inside %.3f (n=%d each, alternated)",
+		p50(kl), slices.Min(kl), slices.Max(kl), p50(kd), slices.Min(kd), slices.Max(kd), float64(p50(kl))/float64(p50(kd)), n)
 }
