@@ -113,10 +113,10 @@ func TestProxyCredentialUpstreamNotAllowed(t *testing.T) {
 func TestControlGrantsCredential(t *testing.T) {
 	toProxy, fromServer := io.Pipe()
 	toServer, fromProxy := io.Pipe()
-	var wire strings.Builder
+	wire := &lockedWriter{w: &strings.Builder{}}
 	p := &Proxy{}
 	go func() {
-		_ = p.Control(toProxy, io.MultiWriter(fromProxy, &lockedWriter{w: &wire}), "sock")
+		_ = p.Control(toProxy, io.MultiWriter(wire, fromProxy), "sock")
 		fromProxy.Close()
 	}()
 	defer fromServer.Close()
@@ -139,8 +139,8 @@ func TestControlGrantsCredential(t *testing.T) {
 	if _, reason := p.rule("bad", endpoint{name: "api.example", port: 443}); reason != errUnknownRun {
 		t.Error("a failed credential grant left a grant")
 	}
-	if strings.Contains(wire.String(), "sk-secret-9") {
-		t.Errorf("the proxy's answers hold the credential: %s", wire.String())
+	if got := wire.String(); strings.Contains(got, "sk-secret-9") {
+		t.Errorf("the proxy's answers hold the credential: %s", got)
 	}
 }
 
@@ -151,7 +151,13 @@ func rootsOf(srv *httptest.Server) *x509.CertPool {
 
 type lockedWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 func (l *lockedWriter) Write(b []byte) (int, error) {
