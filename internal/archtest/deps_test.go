@@ -53,6 +53,10 @@ func TestImportArrows(t *testing.T) {
 				// the executor speaks the egress proxy's control protocol
 			case pkg == "sandbox/docker" && o == "sandbox/engine":
 				// the executor runs on the engine that sandbox/engine found and connected to
+			case pkg == "sandbox/kubernetes" && o == "sandbox/archive":
+				// copy in and out of pods goes through the same archive checks as Docker's copy mode
+			case strings.HasPrefix(imp, "k8s.io/") && pkg != "sandbox/kubernetes" && pkg != "internal/testcluster":
+				t.Errorf("%s imports %s: Kubernetes is used only in sandbox/kubernetes (and the test cluster)", pkg, imp)
 			case pkg == "sandbox/worktree" && o == "sandbox/git":
 				// the manager, pool and sweeper run git through the trust boundary's git side
 			case pkg == "sandbox/git" && isOurs && o != "sandbox":

@@ -25,6 +25,8 @@ var executableScripts = map[string]bool{
 	".ci/run":          true,
 	"compose/smoke.sh": true,
 	"images/base.sh":   true,
+	// the Kubernetes test cluster: prepare, up, down (internal/testcluster)
+	"internal/testcluster/scripts/cluster.sh": true,
 }
 
 // headLen is how much of each file the binary check reads: enough for the PE header offset.

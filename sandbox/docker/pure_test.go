@@ -31,9 +31,9 @@ func TestExitFromStatus(t *testing.T) {
 		{1, true, "SIGKILL"},
 	}
 	for _, tt := range tests {
-		x := exitFromStatus(tt.code, tt.oom)
+		x := sandbox.ExitFromStatus(tt.code, tt.oom)
 		if x.Code != tt.code || x.Signal != tt.wantSignal || x.OOMKilled != tt.oom {
-			t.Errorf("exitFromStatus(%d, %v): got %+v, want code %d signal %q", tt.code, tt.oom, x, tt.code, tt.wantSignal)
+			t.Errorf("ExitFromStatus(%d, %v): got %+v, want code %d signal %q", tt.code, tt.oom, x, tt.code, tt.wantSignal)
 		}
 	}
 }

@@ -279,7 +279,7 @@ func (c *runContainer) collect(ctx context.Context, spec sandbox.Spec, code int)
 			oom = insp.State.OOMKilled
 		}
 	}
-	x := exitFromStatus(code, oom)
+	x := sandbox.ExitFromStatus(code, oom)
 	if oom && spec.Stderr != nil {
 		_, _ = fmt.Fprintf(spec.Stderr, "cline-mcp: the container exceeded its memory limit (%d MiB) and was killed\n", c.e.memory>>20)
 	}

@@ -1,9 +1,7 @@
-package docker
+package sandbox
 
 import (
 	"strconv"
-
-	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 // linuxSignals names the signals by their Linux numbers: a container runs on a Linux kernel
@@ -27,11 +25,11 @@ func signalName(n int) string {
 	return ""
 }
 
-// exitFromStatus maps a container's exit status to an Exit: 128+n keeps the code and names the
+// ExitFromStatus maps a container's exit status to an Exit: 128+n keeps the code and names the
 // signal n (the container's init reports a child killed by signal n that way, and so does the
 // engine for init itself); an OOM kill is a SIGKILL whatever the code.
-func exitFromStatus(code int, oomKilled bool) sandbox.Exit {
-	x := sandbox.Exit{Code: code}
+func ExitFromStatus(code int, oomKilled bool) Exit {
+	x := Exit{Code: code}
 	if code > 128 {
 		x.Signal = signalName(code - 128)
 	}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// framer writes each chunk of stream 1 (stdout) or 2 (stderr) to w behind an 8-byte header,
+// Docker's multiplexed stream format: {stream, 0, 0, 0, size (big endian uint32)}.
+type framer struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	stream byte
+}
+
+func (f framer) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var h [8]byte
+	h[0] = f.stream
+	binary.BigEndian.PutUint32(h[4:], uint32(len(p)))
+	if _, err := f.w.Write(h[:]); err != nil {
+		return 0, err
+	}
+	return f.w.Write(p)
+}
+
+// run starts prog with framed output, passes signals on (the first SIGTERM as SIGINT: the real
+// CLI ends a turn cleanly on SIGINT and ignores SIGTERM mid-call) and returns its exit status.
+func run(prog []string) int {
+	var mu sync.Mutex
+	cmd := exec.Command(prog[0], prog[1:]...)
+	cmd.Stdin = nil
+	cmd.Stdout = framer{&mu, os.Stdout, 1}
+	cmd.Stderr = framer{&mu, os.Stdout, 2}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "cline-mcp-k8s-helper run:", err)
+		if errors.Is(err, os.ErrNotExist) {
+			return 127
+		}
+		return 126
+	}
+	go func() {
+		termed := false
+		for s := range sigs {
+			if s == syscall.SIGTERM && !termed {
+				termed, s = true, syscall.SIGINT
+			}
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	err := cmd.Wait()
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+		return 128 + int(st.Signal())
+	}
+	if err != nil && cmd.ProcessState == nil {
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// waitForStop blocks until SIGTERM or SIGINT.
+func waitForStop() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	<-sigs
+}

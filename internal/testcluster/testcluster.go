@@ -1,0 +1,212 @@
+// Package testcluster gives tests a real single-node Kubernetes cluster: etcd, kube-apiserver
+// (its own CA and service-account key), scheduler, controller-manager and a kubelet on a private
+// containerd with a CNI bridge, all on loopback and the cluster's own pod network. It is built
+// from the Go module proxy and Debian packages (scripts/cluster.sh prepare: cached under the
+// user's cache dir, keyed by version) and started once per test binary (Start); Main tears it
+// down, and a watchdog tears it down when the test binary dies without Main (a panic, a kill).
+//
+// Without its prerequisites (Linux, root, the built binaries) Start skips loudly, and fails under
+// CI=true, where .ci/run provides them.
+package testcluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Version is the Kubernetes release the cluster runs (v1.37.x: the last to accept cgroup v1 and
+// containerd 1.6, which Debian 12 has).
+const Version = "v1.37.2"
+
+// Cluster is a running test cluster.
+type Cluster struct {
+	Dir        string // the cache dir: binaries, state, logs
+	RunDir     string // sockets and runtime state
+	Kubeconfig string // an admin kubeconfig
+	cfg        *rest.Config
+	watchdog   *exec.Cmd
+}
+
+var shared struct {
+	once sync.Once
+	c    *Cluster
+	skip string
+	err  error
+}
+
+// Start returns the test binary's cluster, starting it on first use. It skips (fails under
+// CI=true) when the cluster cannot run here, and fails when it does not come up.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	shared.once.Do(func() { shared.c, shared.skip, shared.err = start() })
+	if shared.skip != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Kubernetes test cluster is required under CI=true: %s", shared.skip)
+		}
+		t.Skipf("!!! SKIPPED: no Kubernetes test cluster: %s", shared.skip)
+	}
+	if shared.err != nil {
+		t.Fatalf("the Kubernetes test cluster did not start: %v", shared.err)
+	}
+	return shared.c
+}
+
+// Main runs the tests and then tears the cluster down (when one was started).
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop tears the cluster down; nothing of it keeps running. It is safe to call without a cluster.
+func Stop() {
+	c := shared.c
+	if c == nil {
+		return
+	}
+	if c.watchdog != nil && c.watchdog.Process != nil {
+		_ = c.watchdog.Process.Kill()
+		_ = c.watchdog.Wait()
+	}
+	if out, err := script("down"); err != nil {
+		fmt.Fprintf(os.Stderr, "testcluster: down: %v\n%s\n", err, out)
+	}
+	shared.c = nil
+}
+
+// RESTConfig is the admin's client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.cfg) }
+
+// ImportDockerImage copies an image of the local Docker engine into the cluster's containerd, for
+// pods with imagePullPolicy: Never.
+func (c *Cluster) ImportDockerImage(t testing.TB, ref string) {
+	t.Helper()
+	tar := filepath.Join(t.TempDir(), "image.tar")
+	if out, err := exec.Command("docker", "save", "-o", tar, ref).CombinedOutput(); err != nil {
+		t.Fatalf("docker save %s: %v\n%s", ref, err, out)
+	}
+	c.ImportArchive(t, tar)
+}
+
+// ImportArchive imports a docker-archive tar into the cluster's containerd.
+func (c *Cluster) ImportArchive(t testing.TB, tarPath string) {
+	t.Helper()
+	out, err := exec.Command("ctr", "-a", filepath.Join(c.RunDir, "containerd.sock"), "-n", "k8s.io",
+		"images", "import", "--no-unpack=false", tarPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("import %s into the cluster: %v\n%s", tarPath, err, out)
+	}
+}
+
+// LogTail is the end of a component's log (kubelet, kube-apiserver, containerd, ...).
+func (c *Cluster) LogTail(component string, n int) string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "cluster", "logs", component+".log"))
+	lines := strings.Split(string(b), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func start() (*Cluster, string, error) {
+	if runtime.GOOS != "linux" {
+		return nil, "it runs only on Linux", nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, "it needs root (its own containerd and kubelet)", nil
+	}
+	dir, run := dirs()
+	if !built(dir) {
+		if os.Getenv("CLINE_MCP_K8S_BUILD") == "" {
+			return nil, fmt.Sprintf("Kubernetes %s is not built in %s: run internal/testcluster/scripts/cluster.sh prepare (about 8 minutes cold), or set CLINE_MCP_K8S_BUILD=1", Version, dir), nil
+		}
+		if out, err := script("prepare"); err != nil {
+			return nil, "", fmt.Errorf("prepare: %w\n%s", err, tail(out))
+		}
+	}
+	_, _ = script("down") // what a killed earlier run left
+	c := &Cluster{Dir: dir, RunDir: run, Kubeconfig: filepath.Join(dir, "cluster", "admin.kubeconfig")}
+	begin := time.Now()
+	if out, err := script("up"); err != nil || bytes.Contains(out, []byte("TIMEOUT")) {
+		down, _ := script("down")
+		return nil, "", fmt.Errorf("up (%v): %v\n%s\n%s", time.Since(begin).Round(time.Millisecond), err, tail(out), tail(down))
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		_, _ = script("down")
+		return nil, "", err
+	}
+	c.cfg = cfg
+	c.watchdog = watchdog()
+	return c, "", nil
+}
+
+// watchdog tears the cluster down when this process ends without Stop (a panic, a kill): a
+// process of its own session that polls this pid.
+func watchdog() *exec.Cmd {
+	self := strconv.Itoa(os.Getpid())
+	cmd := exec.Command("setsid", "bash", "-c", `while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down`, "watchdog", self, scriptPath())
+	cmd.Env = scriptEnv()
+	if err := cmd.Start(); err != nil {
+		return nil
+	}
+	return cmd
+}
+
+func dirs() (dir, run string) {
+	dir = os.Getenv("CLUSTER_DIR")
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		dir = filepath.Join(cache, "cline-mcp", "k8s-"+Version)
+	}
+	run = os.Getenv("CLUSTER_RUN_DIR")
+	if run == "" {
+		run = "/run/cline-mcp-k8s"
+	}
+	return dir, run
+}
+
+func built(dir string) bool {
+	out, err := exec.Command(filepath.Join(dir, "bin", "kubelet"), "--version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "Kubernetes "+Version {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, "cluster", "admin.kubeconfig"))
+	return err == nil
+}
+
+func scriptPath() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "scripts", "cluster.sh")
+}
+
+func scriptEnv() []string {
+	dir, run := dirs()
+	return append(os.Environ(), "CLUSTER_DIR="+dir, "CLUSTER_RUN_DIR="+run, "K8S_VERSION="+Version)
+}
+
+func script(verb string) ([]byte, error) {
+	cmd := exec.Command("bash", scriptPath(), verb)
+	cmd.Env = scriptEnv()
+	return cmd.CombinedOutput()
+}
+
+func tail(b []byte) string {
+	s := string(b)
+	if len(s) > 4000 {
+		s = "…" + s[len(s)-4000:]
+	}
+	return s
+}

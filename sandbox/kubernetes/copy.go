@@ -1,0 +1,190 @@
+package kubernetes
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/archive"
+)
+
+// copied is one Mount of a run: what went in (man, for a writable Return.Tree) and the targets
+// of other mounts below it (nested: left out both ways).
+type copied struct {
+	m      sandbox.Mount
+	nested []string
+	man    archive.Manifest
+}
+
+// copyErr is a copy back that failed for one mount's source.
+type copyErr struct {
+	source string
+	err    error
+}
+
+func (c *copyErr) Error() string { return c.source + ": " + c.err.Error() }
+
+func (e *Executor) planCopies(ms []sandbox.Mount) ([]*copied, error) {
+	out := make([]*copied, 0, len(ms))
+	for _, m := range ms {
+		if _, err := cleanTarget(m.Target); err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(m.Source)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes executor: mount %s: %w", m.Source, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("kubernetes executor: mount %s is a file; only directories are copied into pods", m.Source)
+		}
+		c := &copied{m: m}
+		for _, o := range ms {
+			if o.Target != m.Target && strings.HasPrefix(o.Target, strings.TrimSuffix(m.Target, "/")+"/") {
+				c.nested = append(c.nested, strings.TrimPrefix(o.Target, strings.TrimSuffix(m.Target, "/")+"/"))
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// fill sends each mount's tree to its init container's stdin (pods/attach) once it runs.
+func (e *Executor) fill(ctx context.Context, pod string, cs []*copied) error {
+	for i, c := range cs {
+		name := fillName(i)
+		if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return initRunning(p, name) }); err != nil {
+			return err
+		}
+		if !c.m.ReadOnly && c.m.Return.Tree {
+			c.man = archive.Manifest{}
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			tw := tar.NewWriter(pw)
+			var noRecord archive.SkipFunc
+			if c.man != nil {
+				noRecord = archive.HasGitPart
+			}
+			err := archive.WriteTree(tw, c.m.Source, archive.Owner{}, archive.Under(c.nested), noRecord, c.man)
+			if err == nil {
+				err = tw.Close()
+			}
+			pw.CloseWithError(err)
+		}()
+		var stderr bytes.Buffer
+		opts := &corev1.PodAttachOptions{Container: name, Stdin: true, Stderr: true}
+		if err := e.stream(ctx, pod, "attach", opts, remotecommand.StreamOptions{Stdin: pr, Stderr: &stderr}); err != nil {
+			pr.CloseWithError(err)
+			return e.apiError("create pods/attach", fmt.Errorf("fill %s: %w %s", c.m.Target, err, stderr.String()))
+		}
+	}
+	return nil
+}
+
+func initRunning(p *corev1.Pod, name string) bool {
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Name == name && cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// copyBack brings back what each writable mount's Return names, from the keeper sidecar, through
+// the hostile-archive checks (sandbox/archive): all or nothing per mount.
+func (e *Executor) copyBack(ctx context.Context, pod string, cs []*copied) *copyErr {
+	for _, c := range cs {
+		if c.m.ReadOnly || c.m.Return.IsZero() {
+			continue
+		}
+		if c.m.Return.Tree {
+			if err := e.treeBack(ctx, pod, c); err != nil {
+				return &copyErr{c.m.Source, err}
+			}
+		}
+		for _, f := range c.m.Return.Files {
+			if err := e.fileBack(ctx, pod, c, f); err != nil {
+				return &copyErr{c.m.Source, err}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Executor) treeBack(ctx context.Context, pod string, c *copied) error {
+	stage, err := archive.NewStage("", nil)
+	if err != nil {
+		return err
+	}
+	defer stage.Close()
+	skip := func(r string) bool { return archive.HasGitPart(r) || archive.Under(c.nested)(r) }
+	var plan *archive.Plan
+	err = e.exec(ctx, pod, c.m.Target, func(r io.Reader) error {
+		var err error
+		plan, err = archive.ReadBack(r, path.Base(c.m.Target), c.man, skip, stage, e.limit)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return plan.Apply(c.m.Source)
+}
+
+func (e *Executor) fileBack(ctx context.Context, pod string, c *copied, f string) error {
+	if !filepath.IsLocal(filepath.FromSlash(f)) || archive.HasGitPart(f) {
+		return archive.Refusef("%q is not a plain path below %s", f, c.m.Target)
+	}
+	var data []byte
+	var ok bool
+	err := e.exec(ctx, pod, path.Join(c.m.Target, f), func(r io.Reader) error {
+		var err error
+		data, ok, err = archive.ReadSingle(r)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return archive.PutFile(c.m.Source, filepath.FromSlash(f), data, ok)
+}
+
+// exec runs `helper tar target` in the keeper and hands its stdout to read.
+func (e *Executor) exec(ctx context.Context, pod, target string, read func(io.Reader) error) error {
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		opts := &corev1.PodExecOptions{Container: keeperName, Command: []string{e.cfg.Helper, "tar", target}, Stdout: true, Stderr: true}
+		err := e.stream(ctx, pod, "exec", opts, remotecommand.StreamOptions{Stdout: pw, Stderr: &stderr})
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	rerr := read(pr)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err := <-done; err != nil && rerr == nil {
+		return e.apiError("create pods/exec", fmt.Errorf("copy back %s: %w %s", target, err, stderr.String()))
+	}
+	return rerr
+}
+
+// stream opens pods/<sub> of pod with opts and runs it to the end.
+func (e *Executor) stream(ctx context.Context, pod, sub string, opts runtime.Object, so remotecommand.StreamOptions) error {
+	req := e.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(e.cfg.Namespace).Name(pod).
+		SubResource(sub).VersionedParams(opts, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(e.rest, "POST", req.URL())
+	if err != nil {
+		return err
+	}
+	return ex.StreamWithContext(ctx, so)
+}

@@ -1,0 +1,95 @@
+// Package kubernetes is the Kubernetes executor (docs/kubernetes.md): one pod per run, always in
+// copy mode. Each directory Mount becomes an emptyDir at its Target, filled by an init container
+// (cline-mcp-k8s-helper untar, the tar sent through pods/attach) and read back from a native
+// sidecar (pods/exec of cline-mcp-k8s-helper tar) through the same hostile-archive checks as
+// Docker's copy back (sandbox/archive). The main container runs the CLI under the helper's
+// wrapper, which frames stdout and stderr on the one stream the logs API gives; the exit comes
+// from the pod's status. Pods are hardened (non-root unless uid 0, read-only root, no privilege
+// escalation, all capabilities dropped, RuntimeDefault seccomp, no service-account token), get a
+// deny-all NetworkPolicy they own, an activeDeadlineSeconds, and are deleted on every path; Sweep
+// removes the pods of dead instances of this host.
+package kubernetes
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+	"github.com/cline-mcp/cline-mcp/sandbox/archive"
+)
+
+// Labels and annotations of a run's pod and policy.
+const (
+	LabelRun      = "cline-mcp.run"
+	LabelInstance = "cline-mcp.instance" // the SHA-256 prefix of the instance id (label values are limited)
+	AnnoInstance  = "cline-mcp.instance" // the full instance id
+)
+
+// DefaultHelper is where the run's image holds cline-mcp-k8s-helper.
+const DefaultHelper = "/usr/local/bin/cline-mcp-k8s-helper"
+
+// Config says where and how runs go.
+type Config struct {
+	REST      *rest.Config
+	Namespace string
+	Image     string
+	// Helper is cline-mcp-k8s-helper's path in Image (DefaultHelper when empty).
+	Helper string
+	// CPU and Memory ("2", "2Gi") are the main container's requests and limits (Guaranteed QoS).
+	CPU, Memory string
+	// RuntimeClass names a RuntimeClass (gVisor, Kata) for the pods; empty is the cluster's default.
+	RuntimeClass string
+	// UID and GID the pods run as when a Spec names no user (the caller's, as rootful Docker).
+	UID, GID int64
+	// Instance identifies this server (host-pid-start), for Sweep.
+	Instance string
+	// Deadline bounds a pod's life (activeDeadlineSeconds) when the run's context has none.
+	Deadline time.Duration
+}
+
+// Executor runs Specs in pods. It is safe for concurrent use.
+type Executor struct {
+	cfg   Config
+	cs    kubernetes.Interface
+	rest  *rest.Config
+	limit archive.Limits
+}
+
+// New checks cfg and makes an executor.
+func New(cfg Config) (*Executor, error) {
+	if cfg.REST == nil || cfg.Namespace == "" || cfg.Image == "" {
+		return nil, errors.New("kubernetes executor: a client configuration, a namespace and an image are required")
+	}
+	if cfg.Helper == "" {
+		cfg.Helper = DefaultHelper
+	}
+	if cfg.Deadline == 0 {
+		cfg.Deadline = 2 * time.Hour
+	}
+	cs, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes executor: %w", err)
+	}
+	return &Executor{cfg: cfg, cs: cs, rest: cfg.REST, limit: archive.DefaultLimits}, nil
+}
+
+// instanceLabel is the label value of an instance id: its SHA-256 prefix.
+func instanceLabel(id string) string {
+	s := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(s[:8])
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+var _ sandbox.Executor = (*Executor)(nil)

@@ -1,0 +1,157 @@
+package kubernetes
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// Container names of a run's pod.
+const (
+	mainName   = "cline"
+	keeperName = "keeper" // the native sidecar that answers the copy back
+)
+
+func fillName(i int) string { return "fill-" + strconv.Itoa(i) }
+
+// podFor is the pod of one run: an init container per mount to fill its emptyDir, the keeper
+// sidecar, and the main container with the run's command under the helper's wrapper.
+func (e *Executor) podFor(spec sandbox.Spec, runID string, deadline time.Duration) (*corev1.Pod, error) {
+	uid, gid, err := e.user(spec.User)
+	if err != nil {
+		return nil, err
+	}
+	var vols []corev1.Volume
+	var all, mainMounts []corev1.VolumeMount
+	for i, m := range spec.Mounts {
+		name := "m" + strconv.Itoa(i)
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		all = append(all, corev1.VolumeMount{Name: name, MountPath: m.Target})
+		mainMounts = append(mainMounts, corev1.VolumeMount{Name: name, MountPath: m.Target, ReadOnly: m.ReadOnly})
+	}
+	for i, t := range spec.Tmpfs {
+		name := "t" + strconv.Itoa(i)
+		size := resource.NewQuantity(int64(t.SizeMB)<<20, resource.BinarySI)
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: size}}})
+		mainMounts = append(mainMounts, corev1.VolumeMount{Name: name, MountPath: t.Target})
+	}
+	var inits []corev1.Container
+	for i, m := range spec.Mounts {
+		c := e.container(fillName(i), []string{e.cfg.Helper, "untar", m.Target}, nil)
+		c.VolumeMounts, c.Stdin, c.StdinOnce = all, true, true
+		inits = append(inits, c)
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	keeper := e.container(keeperName, []string{e.cfg.Helper, "wait"}, nil)
+	keeper.VolumeMounts, keeper.RestartPolicy = all, &always
+	inits = append(inits, keeper)
+	main := e.container(mainName, append([]string{e.cfg.Helper, "run", "--", spec.Path}, spec.Args...), spec.Env)
+	main.VolumeMounts, main.WorkingDir = mainMounts, spec.Dir
+	if err := e.resources(&main); err != nil {
+		return nil, err
+	}
+	labels := map[string]string{}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	labels[LabelRun], labels[LabelInstance] = runID, instanceLabel(e.cfg.Instance)
+	grace := int64(sandbox.DefaultStopGrace.Seconds())
+	if spec.StopGrace > 0 {
+		grace = int64(max(1, spec.StopGrace.Round(time.Second).Seconds()))
+	}
+	active := int64(max(60, deadline.Seconds()))
+	no := false
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "cline-mcp-" + runID, Labels: labels,
+			Annotations: map[string]string{AnnoInstance: e.cfg.Instance}},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, InitContainers: inits, Containers: []corev1.Container{main},
+			Volumes: vols, AutomountServiceAccountToken: &no, EnableServiceLinks: &no,
+			TerminationGracePeriodSeconds: &grace, ActiveDeadlineSeconds: &active,
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
+				RunAsNonRoot: boolPtr(uid != 0), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		},
+	}
+	if e.cfg.RuntimeClass != "" {
+		pod.Spec.RuntimeClassName = &e.cfg.RuntimeClass
+	}
+	return pod, nil
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// container is a hardened container of the run's image.
+func (e *Executor) container(name string, cmd, env []string) corev1.Container {
+	no, yes := false, true
+	c := corev1.Container{Name: name, Image: e.cfg.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: cmd,
+		SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no, Privileged: &no,
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, corev1.EnvVar{Name: k, Value: v})
+	}
+	return c
+}
+
+// resources sets requests = limits (Guaranteed QoS: a busy node does not evict the run first).
+func (e *Executor) resources(c *corev1.Container) error {
+	rl := corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: e.cfg.CPU, corev1.ResourceMemory: e.cfg.Memory} {
+		if v == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return fmt.Errorf("kubernetes executor: %s %q: %w", name, v, err)
+		}
+		rl[name] = q
+	}
+	if len(rl) > 0 {
+		c.Resources = corev1.ResourceRequirements{Requests: rl, Limits: rl}
+	}
+	return nil
+}
+
+// user is the uid and gid of a Spec's "uid:gid", else the configured ones.
+func (e *Executor) user(u string) (int64, int64, error) {
+	if u == "" {
+		return e.cfg.UID, e.cfg.GID, nil
+	}
+	a, b, ok := strings.Cut(u, ":")
+	uid, err1 := strconv.ParseInt(a, 10, 64)
+	gid, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("kubernetes executor: user %q is not uid:gid", u)
+	}
+	return uid, gid, nil
+}
+
+// denyAll is the run's NetworkPolicy: no traffic in or out of its pod. The pod owns it, so the
+// garbage collector removes it with the pod.
+func denyAll(pod *corev1.Pod) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Labels: map[string]string{LabelRun: pod.Labels[LabelRun], LabelInstance: pod.Labels[LabelInstance]},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: pod.Labels[LabelRun]}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+}
+
+// cleanTarget is a mount target as the pod needs it: absolute and clean.
+func cleanTarget(t string) (string, error) {
+	if !path.IsAbs(t) || path.Clean(t) != t {
+		return "", fmt.Errorf("kubernetes executor: mount target %q is not a clean absolute path", t)
+	}
+	return t, nil
+}

@@ -1,0 +1,139 @@
+package kubernetes
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+func testExecutor(t *testing.T) *Executor {
+	t.Helper()
+	return &Executor{cs: fake.NewClientset(), cfg: Config{Namespace: "ns", Image: "img:1", Helper: DefaultHelper,
+		CPU: "2", Memory: "2Gi", UID: 1000, GID: 1000, Instance: "host-12-34", RuntimeClass: "gvisor"}}
+}
+
+// TestPodHardening: every container of a run's pod is hardened, the pod runs as the caller
+// without a service-account token, mounts are read-only in the main container as the Spec says,
+// tmpfs is memory, requests equal limits, and the labels find the run and its instance.
+func TestPodHardening(t *testing.T) {
+	e := testExecutor(t)
+	spec := sandbox.Spec{Path: "/usr/local/bin/cline", Args: []string{"-y", "hi"}, Env: []string{"A=1"}, Dir: "/work",
+		Mounts: []sandbox.Mount{{Source: "/src", Target: "/work", ReadOnly: true}, {Source: "/d", Target: "/data"}},
+		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 64}}, Labels: map[string]string{"cline-mcp.tool": "ask_cline"}}
+	pod, err := e.podFor(spec, "abc", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := pod.Spec
+	if *ps.AutomountServiceAccountToken || *ps.SecurityContext.RunAsUser != 1000 || !*ps.SecurityContext.RunAsNonRoot ||
+		ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault || *ps.ActiveDeadlineSeconds != 3600 ||
+		*ps.RuntimeClassName != "gvisor" || ps.RestartPolicy != corev1.RestartPolicyNever || ps.HostNetwork || ps.HostPID {
+		t.Errorf("pod spec not hardened: %+v", ps)
+	}
+	all := append(append([]corev1.Container(nil), ps.InitContainers...), ps.Containers...)
+	if len(all) != 4 {
+		t.Fatalf("containers: %d, want 2 fills, the keeper and the main one", len(all))
+	}
+	for _, c := range all {
+		sc := c.SecurityContext
+		if !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || *sc.Privileged || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container %s not hardened: %+v", c.Name, sc)
+		}
+	}
+	main := ps.Containers[0]
+	if got := strings.Join(main.Command, " "); got != DefaultHelper+" run -- /usr/local/bin/cline -y hi" {
+		t.Errorf("command %q", got)
+	}
+	if main.VolumeMounts[0].ReadOnly != true || main.VolumeMounts[1].ReadOnly || main.WorkingDir != "/work" {
+		t.Errorf("main mounts %+v", main.VolumeMounts)
+	}
+	if q := main.Resources.Limits[corev1.ResourceMemory]; q.String() != "2Gi" || !equalRL(main.Resources.Limits, main.Resources.Requests) {
+		t.Errorf("resources %+v", main.Resources)
+	}
+	if v := ps.Volumes[2].EmptyDir; v.Medium != corev1.StorageMediumMemory || v.SizeLimit.String() != "64Mi" {
+		t.Errorf("tmpfs volume %+v", v)
+	}
+	if ps.InitContainers[2].RestartPolicy == nil || *ps.InitContainers[2].RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Error("the keeper is not a native sidecar")
+	}
+	if pod.Labels[LabelRun] != "abc" || pod.Labels[LabelInstance] != instanceLabel("host-12-34") || pod.Annotations[AnnoInstance] != "host-12-34" || pod.Labels["cline-mcp.tool"] != "ask_cline" {
+		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)
+	}
+	np := denyAll(pod)
+	if len(np.Spec.Ingress)+len(np.Spec.Egress) != 0 || len(np.Spec.PolicyTypes) != 2 || np.OwnerReferences[0].Name != pod.Name {
+		t.Errorf("policy %+v", np)
+	}
+	root, err := e.podFor(sandbox.Spec{Path: "/x", User: "0:0"}, "r", time.Hour)
+	if err != nil || *root.Spec.SecurityContext.RunAsNonRoot {
+		t.Errorf("uid 0: %v, runAsNonRoot %v", err, *root.Spec.SecurityContext.RunAsNonRoot)
+	}
+	if _, err := e.podFor(sandbox.Spec{Path: "/x", User: "me"}, "r", time.Hour); err == nil {
+		t.Error("a user that is not uid:gid was accepted")
+	}
+}
+
+func equalRL(a, b corev1.ResourceList) bool {
+	for k, v := range a {
+		if w := b[k]; w.Cmp(v) != 0 {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// TestExitOf: the main container's status maps like Docker's (128+n names signal n; OOM).
+func TestExitOf(t *testing.T) {
+	if x := exitOf(&corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}); !x.OOMKilled || x.Signal != "SIGKILL" {
+		t.Errorf("OOM: %+v", x)
+	}
+	if x := exitOf(&corev1.ContainerStateTerminated{ExitCode: 130}); x.Code != 130 || x.Signal != "SIGINT" {
+		t.Errorf("130: %+v", x)
+	}
+}
+
+// TestSweepRemovesDeadInstances: the pods of a dead instance go, those of live ones and of this
+// server stay.
+func TestSweepRemovesDeadInstances(t *testing.T) {
+	e := testExecutor(t)
+	ctx := context.Background()
+	for name, id := range map[string]string{"dead": "host-1-1", "live": "host-2-2", "own": "host-12-34"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+			Labels: map[string]string{LabelRun: name, LabelInstance: instanceLabel(id)}, Annotations: map[string]string{AnnoInstance: id}}}
+		if _, err := e.cs.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := e.Sweep(ctx, func(id string) bool { return id == "host-1-1" })
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	left, _ := e.cs.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	if len(left.Items) != 2 {
+		t.Errorf("left %d pods, want live and own", len(left.Items))
+	}
+}
+
+// TestDemux: the wrapper's frames split into stdout and stderr; a log that is not the
+// wrapper's stream is an error, not silence.
+func TestDemux(t *testing.T) {
+	frame := func(s byte, p string) string {
+		return string([]byte{s, 0, 0, 0, 0, 0, 0, byte(len(p))}) + p
+	}
+	var out, errb strings.Builder
+	if err := demux(&out, &errb, strings.NewReader(frame(1, "hello ")+frame(2, "warn")+frame(1, "world"))); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "hello world" || errb.String() != "warn" {
+		t.Errorf("stdout %q stderr %q", out.String(), errb.String())
+	}
+	if err := demux(&out, &errb, strings.NewReader("plain text from a program without the wrapper")); err == nil {
+		t.Error("an unframed log gave no error")
+	}
+}

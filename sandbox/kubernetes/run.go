@@ -1,0 +1,205 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// cleanupTimeout bounds the deletion of a run's pod, on a context that outlives the call.
+const cleanupTimeout = 30 * time.Second
+
+// Run runs spec in a pod of its own and removes the pod afterwards, on every path.
+func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, error) {
+	if spec.Credential != nil {
+		return sandbox.Exit{}, errors.New("kubernetes executor: no egress proxy holds a credential here; the run would get none")
+	}
+	if spec.Stdin != nil {
+		return sandbox.Exit{}, errors.New("kubernetes executor: runs that read stdin (ACP sessions) are not supported yet")
+	}
+	copies, err := e.planCopies(spec.Mounts)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	deadline := e.cfg.Deadline
+	if d, ok := ctx.Deadline(); ok {
+		deadline = time.Until(d) + time.Minute
+	}
+	pod, err := e.podFor(spec, randomID(), deadline)
+	if err != nil {
+		return sandbox.Exit{}, err
+	}
+	start := time.Now()
+	pods := e.cs.CoreV1().Pods(e.cfg.Namespace)
+	if pod, err = pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return sandbox.Exit{}, e.apiError("create pods", err)
+	}
+	defer e.remove(ctx, pod.Name, 0)
+	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod), metav1.CreateOptions{}); err != nil {
+		return sandbox.Exit{}, e.apiError("create networkpolicies", err)
+	}
+	if err := e.fill(ctx, pod.Name, copies); err != nil {
+		return sandbox.Exit{}, err
+	}
+	x, err := e.follow(ctx, pod.Name, spec)
+	x.Duration = time.Since(start)
+	if err != nil || x.Stopped {
+		return x, err
+	}
+	if err := e.copyBack(ctx, pod.Name, copies); err != nil {
+		return x, &sandbox.CopyBackError{Source: err.source, Err: err.err}
+	}
+	return x, nil
+}
+
+// follow streams the main container's output into spec's writers and waits for it to end; when
+// ctx ends first, the pod is deleted with the spec's grace (the wrapper turns SIGTERM into
+// SIGINT for the CLI) and the Exit says Stopped.
+func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (sandbox.Exit, error) {
+	if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return started(p, mainName) }); err != nil {
+		if ctx.Err() != nil {
+			e.remove(ctx, pod, spec.StopGrace)
+			return sandbox.Exit{Code: -1, Stopped: true}, nil
+		}
+		return sandbox.Exit{}, err
+	}
+	logs, err := e.cs.CoreV1().Pods(e.cfg.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: mainName, Follow: true}).Stream(context.WithoutCancel(ctx))
+	if err != nil {
+		return sandbox.Exit{}, e.apiError("get pods/log", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := demux(orDiscard(spec.Stdout), orDiscard(spec.Stderr), logs)
+		done <- err
+	}()
+	p, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return terminated(p, mainName) != nil })
+	if err != nil {
+		logs.Close()
+		<-done
+		if ctx.Err() != nil {
+			e.remove(ctx, pod, spec.StopGrace)
+			return sandbox.Exit{Code: -1, Stopped: true}, nil
+		}
+		return sandbox.Exit{}, err
+	}
+	settle := spec.SettleGrace
+	if settle == 0 {
+		settle = sandbox.DefaultSettleGrace
+	}
+	x := exitOf(terminated(p, mainName))
+	select {
+	case <-done:
+	case <-time.After(settle + 5*time.Second):
+		x.StreamsCut = true
+	}
+	logs.Close()
+	return x, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func exitOf(t *corev1.ContainerStateTerminated) sandbox.Exit {
+	return sandbox.ExitFromStatus(int(t.ExitCode), t.Reason == "OOMKilled")
+}
+
+// waitFor polls the pod until ok says so; a container that cannot start (its image cannot be
+// pulled, its command not run) is a LaunchError, a pod that ended otherwise an error.
+func (e *Executor) waitFor(ctx context.Context, name string, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p, err := e.cs.CoreV1().Pods(e.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, e.apiError("get pods", err)
+		}
+		if ok(p) {
+			return p, nil
+		}
+		if err := cannotStart(p, e.cfg.Image); err != nil {
+			return nil, err
+		}
+		if p.Status.Phase == corev1.PodFailed && terminated(p, mainName) == nil {
+			return nil, fmt.Errorf("kubernetes executor: pod %s failed before the run ended: %s %s", name, p.Status.Reason, p.Status.Message)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// cannotStart reports a container of p waiting for a reason that will not pass by itself.
+func cannotStart(p *corev1.Pod, image string) error {
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		w := cs.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+			return &sandbox.LaunchError{Op: "pod start", Missing: true, Err: fmt.Errorf("image %s: %s: %s", image, w.Reason, w.Message),
+				Hint: "make the image available to the cluster's nodes (push it to a registry they pull from, or import it on the node) and pass it with --k8s-image"}
+		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+			return &sandbox.LaunchError{Op: "pod start", Err: fmt.Errorf("container %s: %s: %s", cs.Name, w.Reason, w.Message),
+				Hint: "the image must hold cline-mcp-k8s-helper and the CLI (images/k8s-fake, or the real image with the helper)"}
+		}
+	}
+	return nil
+}
+
+func started(p *corev1.Pod, name string) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name && (cs.State.Running != nil || cs.State.Terminated != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+func terminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == name && cs.State.Terminated != nil {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+// remove deletes the pod (its NetworkPolicy follows by owner) on a context that survives the
+// call; "not found" counts as done.
+func (e *Executor) remove(ctx context.Context, name string, grace time.Duration) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	secs := int64(grace.Round(time.Second).Seconds())
+	fg := metav1.DeletePropagationForeground
+	err := e.cs.CoreV1().Pods(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{GracePeriodSeconds: &secs, PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return
+	}
+	// The policy normally goes with its owner; delete it too where no garbage collector runs.
+	_ = e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{})
+}
+
+// apiError names what a refused request needed: a 403 is a LaunchError naming the verb and
+// resource for the namespace's RBAC.
+func (e *Executor) apiError(what string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return &sandbox.LaunchError{Op: what, Err: err,
+			Hint: fmt.Sprintf("the server's Kubernetes account may not %s in namespace %s: apply the RBAC manifest of docs/kubernetes.md (pods: create, get, list, watch, delete; pods/attach, pods/exec, pods/log: create/get; networkpolicies: create, delete)", what, e.cfg.Namespace)}
+	}
+	return fmt.Errorf("kubernetes %s: %w", what, err)
+}
