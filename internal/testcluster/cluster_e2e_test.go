@@ -79,6 +79,7 @@ func TestClusterRunsPods(t *testing.T) {
 		}
 	}
 	slices.Sort(lat)
+	t.Logf("cluster up (etcd to a Ready node) in %v", c.UpTime)
 	t.Logf("pod create → Succeeded: median %v (min %v, max %v, n=5); components' RSS %d MiB", lat[2], lat[0], lat[4], rssMiB(c))
 }
 

@@ -32,9 +32,10 @@ const Version = "v1.37.2"
 
 // Cluster is a running test cluster.
 type Cluster struct {
-	Dir        string // the cache dir: binaries, state, logs
-	RunDir     string // sockets and runtime state
-	Kubeconfig string // an admin kubeconfig
+	Dir        string        // the cache dir: binaries, state, logs
+	RunDir     string        // sockets and runtime state
+	Kubeconfig string        // an admin kubeconfig
+	UpTime     time.Duration // from starting etcd to a Ready node with its default service account
 	cfg        *rest.Config
 	watchdog   *exec.Cmd
 }
@@ -145,7 +146,7 @@ func start() (*Cluster, string, error) {
 		_, _ = script("down")
 		return nil, "", err
 	}
-	c.cfg = cfg
+	c.cfg, c.UpTime = cfg, time.Since(begin)
 	c.watchdog = watchdog()
 	return c, "", nil
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -42,6 +43,8 @@ type Config struct {
 	Image     string
 	// Helper is cline-mcp-k8s-helper's path in Image (DefaultHelper when empty).
 	Helper string
+	// PullPolicy of the image: IfNotPresent when empty; Never for images imported on the node.
+	PullPolicy corev1.PullPolicy
 	// CPU and Memory ("2", "2Gi") are the main container's requests and limits (Guaranteed QoS).
 	CPU, Memory string
 	// RuntimeClass names a RuntimeClass (gVisor, Kata) for the pods; empty is the cluster's default.
@@ -66,6 +69,9 @@ type Executor struct {
 func New(cfg Config) (*Executor, error) {
 	if cfg.REST == nil || cfg.Namespace == "" || cfg.Image == "" {
 		return nil, errors.New("kubernetes executor: a client configuration, a namespace and an image are required")
+	}
+	if cfg.PullPolicy == "" {
+		cfg.PullPolicy = corev1.PullIfNotPresent
 	}
 	if cfg.Helper == "" {
 		cfg.Helper = DefaultHelper

@@ -23,8 +23,9 @@ const (
 
 func fillName(i int) string { return "fill-" + strconv.Itoa(i) }
 
-// podFor is the pod of one run: an init container per mount to fill its emptyDir, the keeper
-// sidecar, and the main container with the run's command under the helper's wrapper.
+// podFor is the pod of one run: an init container per mount to fill its emptyDir, then the main
+// container with the run's command under the helper's wrapper and the keeper, which holds the
+// emptyDirs for the copy back until the pod is deleted.
 func (e *Executor) podFor(spec sandbox.Spec, runID string, deadline time.Duration) (*corev1.Pod, error) {
 	uid, gid, err := e.user(spec.User)
 	if err != nil {
@@ -50,10 +51,10 @@ func (e *Executor) podFor(spec sandbox.Spec, runID string, deadline time.Duratio
 		c.VolumeMounts, c.Stdin, c.StdinOnce = all, true, true
 		inits = append(inits, c)
 	}
-	always := corev1.ContainerRestartPolicyAlways
+	// The keeper is a regular container, not a native sidecar: the kubelet stops sidecars as soon
+	// as the main container ends, and the copy back comes after that.
 	keeper := e.container(keeperName, []string{e.cfg.Helper, "wait"}, nil)
-	keeper.VolumeMounts, keeper.RestartPolicy = all, &always
-	inits = append(inits, keeper)
+	keeper.VolumeMounts = all
 	main := e.container(mainName, append([]string{e.cfg.Helper, "run", "--", spec.Path}, spec.Args...), spec.Env)
 	main.VolumeMounts, main.WorkingDir = mainMounts, spec.Dir
 	if err := e.resources(&main); err != nil {
@@ -74,7 +75,7 @@ func (e *Executor) podFor(spec sandbox.Spec, runID string, deadline time.Duratio
 		ObjectMeta: metav1.ObjectMeta{Name: "cline-mcp-" + runID, Labels: labels,
 			Annotations: map[string]string{AnnoInstance: e.cfg.Instance}},
 		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever, InitContainers: inits, Containers: []corev1.Container{main},
+			RestartPolicy: corev1.RestartPolicyNever, InitContainers: inits, Containers: []corev1.Container{main, keeper},
 			Volumes: vols, AutomountServiceAccountToken: &no, EnableServiceLinks: &no,
 			TerminationGracePeriodSeconds: &grace, ActiveDeadlineSeconds: &active,
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
@@ -92,7 +93,7 @@ func boolPtr(b bool) *bool { return &b }
 // container is a hardened container of the run's image.
 func (e *Executor) container(name string, cmd, env []string) corev1.Container {
 	no, yes := false, true
-	c := corev1.Container{Name: name, Image: e.cfg.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: cmd,
+	c := corev1.Container{Name: name, Image: e.cfg.Image, ImagePullPolicy: e.cfg.PullPolicy, Command: cmd,
 		SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no, Privileged: &no,
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}
 	for _, kv := range env {

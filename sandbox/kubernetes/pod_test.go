@@ -39,7 +39,7 @@ func TestPodHardening(t *testing.T) {
 	}
 	all := append(append([]corev1.Container(nil), ps.InitContainers...), ps.Containers...)
 	if len(all) != 4 {
-		t.Fatalf("containers: %d, want 2 fills, the keeper and the main one", len(all))
+		t.Fatalf("containers: %d, want 2 fills, the main one and the keeper", len(all))
 	}
 	for _, c := range all {
 		sc := c.SecurityContext
@@ -60,8 +60,8 @@ func TestPodHardening(t *testing.T) {
 	if v := ps.Volumes[2].EmptyDir; v.Medium != corev1.StorageMediumMemory || v.SizeLimit.String() != "64Mi" {
 		t.Errorf("tmpfs volume %+v", v)
 	}
-	if ps.InitContainers[2].RestartPolicy == nil || *ps.InitContainers[2].RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		t.Error("the keeper is not a native sidecar")
+	if ps.Containers[1].Name != keeperName || len(ps.InitContainers) != 2 {
+		t.Error("the keeper is not the second container")
 	}
 	if pod.Labels[LabelRun] != "abc" || pod.Labels[LabelInstance] != instanceLabel("host-12-34") || pod.Annotations[AnnoInstance] != "host-12-34" || pod.Labels["cline-mcp.tool"] != "ask_cline" {
 		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)

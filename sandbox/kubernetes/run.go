@@ -42,7 +42,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if pod, err = pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return sandbox.Exit{}, e.apiError("create pods", err)
 	}
-	defer e.remove(ctx, pod.Name, 0)
+	defer e.remove(ctx, pod.Name, time.Second)
 	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod), metav1.CreateOptions{}); err != nil {
 		return sandbox.Exit{}, e.apiError("create networkpolicies", err)
 	}
@@ -189,6 +189,15 @@ func (e *Executor) remove(ctx context.Context, name string, grace time.Duration)
 	err := e.cs.CoreV1().Pods(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{GracePeriodSeconds: &secs, PropagationPolicy: &fg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return
+	}
+	// Run returns when the pod is gone, not when its deletion began.
+	for err == nil {
+		select {
+		case <-rctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		_, err = e.cs.CoreV1().Pods(e.cfg.Namespace).Get(rctx, name, metav1.GetOptions{})
 	}
 	// The policy normally goes with its owner; delete it too where no garbage collector runs.
 	_ = e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{})

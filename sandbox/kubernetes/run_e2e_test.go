@@ -35,7 +35,7 @@ func clusterExecutor(t *testing.T) *Executor {
 	c := testcluster.Start(t)
 	importOnce.Do(func() { c.ImportDockerImage(t, fakeImage) })
 	e, err := New(Config{REST: c.RESTConfig(), Namespace: "default", Image: fakeImage, UID: 1000, GID: 1000,
-		Instance: "testhost-" + t.Name(), CPU: "500m", Memory: "256Mi"})
+		Instance: "testhost-" + t.Name(), CPU: "500m", Memory: "256Mi", PullPolicy: corev1.PullNever})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 : "${CLUSTER_DIR:=${XDG_CACHE_HOME:-$HOME/.cache}/cline-mcp/k8s-$K8S_VERSION}"
 : "${CLUSTER_RUN_DIR:=/run/cline-mcp-k8s}"
 export K8S_VERSION CLUSTER_DIR CLUSTER_RUN_DIR WITH_KUBECTL=1
+command -v envsubst >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gettext-base; }
 # the scripts and configs of this checkout, with the cluster's dirs filled in
 mkdir -p "$CLUSTER_DIR/cluster/cni/net.d" "$CLUSTER_DIR/images"
 cp -r "$here/images/." "$CLUSTER_DIR/images/"
