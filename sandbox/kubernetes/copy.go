@@ -161,6 +161,8 @@ func (e *Executor) fileBack(ctx context.Context, pod string, c *copied, f string
 
 // exec runs `helper tar target` in the keeper and hands its stdout to read.
 func (e *Executor) exec(ctx context.Context, pod, target string, read func(io.Reader) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	pr, pw := io.Pipe()
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
@@ -171,6 +173,9 @@ func (e *Executor) exec(ctx context.Context, pod, target string, read func(io.Re
 		done <- err
 	}()
 	rerr := read(pr)
+	if rerr != nil {
+		cancel() // a refused archive: stop the stream instead of draining what it declared
+	}
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err := <-done; err != nil && rerr == nil {
 		return e.apiError("create pods/exec", fmt.Errorf("copy back %s: %w %s", target, err, stderr.String()))

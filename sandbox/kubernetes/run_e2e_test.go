@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,6 +89,13 @@ func TestRunInPod(t *testing.T) {
 	if err := os.Chmod(work, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	// Copy in: a link stays a link (never followed into the host's /etc), a FIFO stays out.
+	if err := os.Symlink("/etc", filepath.Join(work, "etc-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(work, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	spec, out, errb := fakeSpec(work, "Change things fake:attack_leftovers")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -109,6 +117,12 @@ func TestRunInPod(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(work, "new_file.txt")); string(b) != "created by the run\n" {
 		t.Errorf("new_file.txt: %q", b)
+	}
+	if l, err := os.Readlink(filepath.Join(work, "etc-link")); err != nil || l != "/etc" {
+		t.Errorf("the host's link came back as %q, %v", l, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(work, "pipe")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the host's FIFO (never copied in) was touched: %v", err)
 	}
 	if l, err := os.Readlink(filepath.Join(work, "outside")); err != nil || l != "/" {
 		t.Errorf("the planted link came back as %q, %v; want the link itself", l, err)
@@ -190,5 +204,28 @@ func TestMissingImage(t *testing.T) {
 	var le *sandbox.LaunchError
 	if !errors.As(err, &le) || !le.Missing || !strings.Contains(err.Error(), "no-such-image") {
 		t.Errorf("got %v, want a LaunchError for the missing image", err)
+	}
+}
+
+// TestCopyBackRefusesSparseFile: a run that leaves a 2.4 GB sparse file (free in the pod) gets
+// a CopyBackError naming it and its declared size, refused on the tar header before a byte is
+// staged; the checkout is as it was, also where the run changed it.
+func TestCopyBackRefusesSparseFile(t *testing.T) {
+	e := clusterExecutor(t)
+	work := t.TempDir()
+	_ = os.Chmod(work, 0o777)
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, _, _ := fakeSpec(work, "Grow fake:attack_copy_sparse?size=2600000000")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, err := e.Run(ctx, spec)
+	var cb *sandbox.CopyBackError
+	if !errors.As(err, &cb) || !strings.Contains(err.Error(), `"big.bin" declares 2.4 GiB`) {
+		t.Fatalf("got %v, want a CopyBackError naming big.bin and its size", err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "big.bin")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("big.bin reached the checkout: %v", err)
 	}
 }
