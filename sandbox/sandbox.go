@@ -23,10 +23,17 @@ type Isolation string
 const (
 	IsolationHost   Isolation = "host"
 	IsolationDocker Isolation = "docker"
+	// IsolationKubernetes runs Cline in a pod (sandbox/kubernetes): a container like Docker's,
+	// on a cluster.
+	IsolationKubernetes Isolation = "kubernetes"
 )
 
 // Isolations lists every Isolation, weakest first; the tools' schemas take their enum from it.
-var Isolations = []Isolation{IsolationHost, IsolationDocker}
+var Isolations = []Isolation{IsolationHost, IsolationDocker, IsolationKubernetes}
+
+// Container reports an isolation that runs Cline in a container (Docker's or a pod): a server
+// has one container executor, and a call that asks for either gets the server's.
+func (i Isolation) Container() bool { return i == IsolationDocker || i == IsolationKubernetes }
 
 // AtLeast reports whether i isolates at least as much as floor.
 func (i Isolation) AtLeast(floor Isolation) bool {
@@ -37,19 +44,19 @@ func (i Isolation) rank() int {
 	switch i {
 	case IsolationHost:
 		return 1
-	case IsolationDocker:
+	case IsolationDocker, IsolationKubernetes:
 		return 2
 	}
 	return 0
 }
 
-// ParseIsolation accepts "host" or "docker".
+// ParseIsolation accepts "host", "docker" or "kubernetes".
 func ParseIsolation(s string) (Isolation, error) {
 	switch Isolation(s) {
-	case IsolationHost, IsolationDocker:
+	case IsolationHost, IsolationDocker, IsolationKubernetes:
 		return Isolation(s), nil
 	}
-	return "", fmt.Errorf("isolation %q: must be host or docker", s)
+	return "", fmt.Errorf("isolation %q: must be host, docker or kubernetes", s)
 }
 
 // Mount is a host directory the run needs at Target inside a container. It says what the run

@@ -10,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cline-mcp/cline-mcp/bridge/run"
-	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 // toolResult is the one place where an outcome becomes MCP content: seed-compatible text plus
@@ -266,7 +265,7 @@ func orNone(s string) string {
 // enforcedLine is the one line of text on what a container run had enforced ("" for a host
 // run, whose structuredContent says "host").
 func enforcedLine(r run.Result) string {
-	if r.Enforcement == nil || r.Enforcement.Isolation != sandbox.IsolationDocker {
+	if r.Enforcement == nil || !r.Enforcement.Isolation.Container() {
 		return ""
 	}
 	return "Enforced: " + r.Enforcement.Summary

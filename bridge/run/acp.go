@@ -116,7 +116,7 @@ func (e acpEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Ex
 	a.ran, a.exit = true, x.exit
 	a.toolCalls = turn.Tools.ToolCalls
 	a.rejected = turn.Rejected
-	if a.iso == sandbox.IsolationDocker || len(turn.Tools.MutatingSuccesses) > 0 {
+	if a.iso.Container() || len(turn.Tools.MutatingSuccesses) > 0 {
 		k.mayHaveWritten = true
 	}
 	a.verdict = acp.Classify(turn, terr, cline.Outcome{
@@ -207,7 +207,7 @@ func (k *call) acpPolicy(iso sandbox.Isolation) acp.Policy {
 	case k.r.cfg.SeedPolicy:
 		return nil
 	default:
-		return acp.ReadOnly(iso == sandbox.IsolationDocker)
+		return acp.ReadOnly(iso.Container())
 	}
 }
 
@@ -223,7 +223,7 @@ func (k *call) acpPrompt() string {
 // acpDataDir is where the attempt's CLI keeps its sessions: a container session's own data dir,
 // else CLINE_DATA_DIR of its environment, else the user's data dir.
 func (k *call) acpDataDir(a *attempt, spec sandbox.Spec) string {
-	if a.iso == sandbox.IsolationDocker && k.sessData != "" {
+	if a.iso.Container() && k.sessData != "" {
 		return k.sessData
 	}
 	if d := envLookup(spec.Env)("CLINE_DATA_DIR"); d != "" {

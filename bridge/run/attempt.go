@@ -64,7 +64,7 @@ func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
 // merge-back that has a refreshed token to write waits for this server's default runs in flight
 // (settings.Store.Begin).
 func (k *call) withSettings(ctx context.Context) Result {
-	if k.iso == sandbox.IsolationDocker || k.Override() {
+	if k.iso.Container() || k.Override() {
 		return k.attempts(ctx)
 	}
 	sr, warns, err := k.r.cfg.Settings.Begin(ctx)
@@ -171,7 +171,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 	var exec sandbox.Executor
 	var after func()
 	var err error
-	if iso == sandbox.IsolationDocker {
+	if iso.Container() {
 		exec = k.r.cfg.Docker
 		after, err = k.dockerSpec(ctx, &spec, &req, &a)
 	} else {
@@ -196,7 +196,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 	if !a.ran {
 		return a
 	}
-	if iso == sandbox.IsolationDocker {
+	if iso.Container() {
 		a.warn(k.egressWarnings(a.exit)...)
 	}
 	if a.exit.StreamsCut {
@@ -236,7 +236,7 @@ func (k *call) startVerdict(ctx context.Context, err error, iso sandbox.Isolatio
 func launchVerdict(err error, iso sandbox.Isolation) cline.Verdict {
 	updating := cline.Verdict{Kind: cline.KindClineUpdating, Message: "Cline CLI is missing or being updated; retry in ~30 s (" + err.Error() + ")", Transient: true}
 	var le *sandbox.LaunchError
-	if errors.As(err, &le) && le.Missing && le.Op != "image inspect" && iso != sandbox.IsolationDocker {
+	if errors.As(err, &le) && le.Missing && le.Op != "image inspect" && !iso.Container() {
 		return updating
 	}
 	var nf *notFoundError
@@ -252,7 +252,7 @@ func (k *call) allowedTools(iso sandbox.Isolation) []string {
 	if k.r.cfg.SeedPolicy {
 		return nil
 	}
-	return cline.AnalysisTools(iso == sandbox.IsolationDocker)
+	return cline.AnalysisTools(iso.Container())
 }
 
 // hostSpec fills the spec for a run on this machine. A run with a provider/model override gets a

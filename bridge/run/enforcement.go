@@ -63,7 +63,7 @@ type MountEnforcement struct {
 // the attempt was given (provider mode).
 func (k *call) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox.Exit, credNote string) *Enforcement {
 	e := &Enforcement{Isolation: iso}
-	if iso != sandbox.IsolationDocker {
+	if !iso.Container() {
 		e.Summary = "host: no container; Cline ran as this server's user, with its files and network"
 		return e
 	}

@@ -75,7 +75,7 @@ func (jsonEngine) run(ctx context.Context, k *call, a *attempt, exec sandbox.Exe
 	a.ran, a.exit = true, exit
 	sum := parser.Summary()
 	a.toolCalls = sum.ToolCalls
-	if a.iso == sandbox.IsolationDocker || len(sum.MutatingSuccesses) > 0 {
+	if a.iso.Container() || len(sum.MutatingSuccesses) > 0 {
 		k.mayHaveWritten = true
 	}
 	a.verdict = cline.Classify(cline.Outcome{

@@ -59,7 +59,11 @@ type Config struct {
 	DockerEgress sandbox.EgressMode
 	EgressAllow  []string
 
-	Floor          sandbox.Isolation
+	Floor sandbox.Isolation
+	// Container is the isolation of the Docker executor above: docker (the default) or
+	// kubernetes (a sandbox/kubernetes executor). A call, floor or retry that asks for a
+	// container gets this one.
+	Container      sandbox.Isolation
 	RetryIsolation sandbox.Isolation // "" = retries use the first attempt's isolation
 
 	// Env is the server's environment, the base of the child's.
@@ -133,6 +137,15 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if cfg.Floor == "" {
 		cfg.Floor = sandbox.IsolationHost
+	}
+	if cfg.Container == "" {
+		cfg.Container = sandbox.IsolationDocker
+	}
+	if cfg.Floor.Container() {
+		cfg.Floor = cfg.Container
+	}
+	if cfg.RetryIsolation.Container() {
+		cfg.RetryIsolation = cfg.Container
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = func() time.Duration { return 2*time.Second + rand.N(time.Second) }
@@ -219,6 +232,9 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	if k.iso == "" || !k.iso.AtLeast(r.cfg.Floor) {
 		k.iso = r.cfg.Floor
 	}
+	if k.iso.Container() {
+		k.iso = r.cfg.Container
+	}
 	k.red = r.callSecrets()
 	k.engine = r.engineFor(c)
 	k.budget = r.budgetFor(k)
@@ -248,12 +264,12 @@ func (k *call) do(ctx context.Context) Result {
 	if err := ctx.Err(); err != nil {
 		return k.fail(cline.KindCancelled, "the call was cancelled before it started", false)
 	}
-	if k.iso == sandbox.IsolationDocker && k.r.cfg.Docker == nil {
+	if k.iso.Container() && k.r.cfg.Docker == nil {
 		hint := "start the Docker engine and build the image with `make image` — or `make image-fake` for tests"
 		if le := (*sandbox.LaunchError)(nil); errors.As(k.r.cfg.DockerErr, &le) && le.Hint != "" {
 			hint = le.Hint
 		}
-		return k.fail(cline.KindLaunchFailed, "Docker isolation was requested but is unavailable: "+errText(k.r.cfg.DockerErr)+
+		return k.fail(cline.KindLaunchFailed, string(k.iso)+" isolation was requested but is unavailable: "+errText(k.r.cfg.DockerErr)+
 			" ("+hint+"; the server never falls back to the host)", false)
 	}
 	if f := k.planSession(); f != nil {

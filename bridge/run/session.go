@@ -67,7 +67,7 @@ func (l *leases) all() map[string]Worktree {
 func (k *call) planSession() *failure {
 	st := k.r.cfg.Sessions
 	if k.SessionID == "" {
-		if k.engine.sessions() && st != nil && k.iso == sandbox.IsolationDocker {
+		if k.engine.sessions() && st != nil && k.iso.Container() {
 			dir, err := newDataDir(st.Dir)
 			if err != nil {
 				return &failure{cline.KindLaunchFailed, "could not create the session's data dir: " + err.Error()}

@@ -55,6 +55,10 @@ type Config struct {
 	Instance string
 	// Deadline bounds a pod's life (activeDeadlineSeconds) when the run's context has none.
 	Deadline time.Duration
+	// EgressAllow are "CIDR:port" endpoints the run's NetworkPolicy lets it reach (TCP); the
+	// policy denies everything else. EgressOpen makes no policy at all.
+	EgressAllow []string
+	EgressOpen  bool
 }
 
 // Executor runs Specs in pods. It is safe for concurrent use.
@@ -69,6 +73,9 @@ type Executor struct {
 func New(cfg Config) (*Executor, error) {
 	if cfg.REST == nil || cfg.Namespace == "" || cfg.Image == "" {
 		return nil, errors.New("kubernetes executor: a client configuration, a namespace and an image are required")
+	}
+	if err := ParseEgressAllow(cfg.EgressAllow); err != nil {
+		return nil, err
 	}
 	if cfg.PullPolicy == "" {
 		cfg.PullPolicy = corev1.PullIfNotPresent

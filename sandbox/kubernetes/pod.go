@@ -136,15 +136,16 @@ func (e *Executor) user(u string) (int64, int64, error) {
 	return uid, gid, nil
 }
 
-// denyAll is the run's NetworkPolicy: no traffic in or out of its pod. The pod owns it, so the
-// garbage collector removes it with the pod.
-func denyAll(pod *corev1.Pod) *networkingv1.NetworkPolicy {
+// denyAll is the run's NetworkPolicy: no traffic in or out of its pod but to allow (egress, TCP).
+// The pod owns it, so the garbage collector removes it with the pod.
+func denyAll(pod *corev1.Pod, allow []string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Labels: map[string]string{LabelRun: pod.Labels[LabelRun], LabelInstance: pod.Labels[LabelInstance]},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: pod.Labels[LabelRun]}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Egress:      allowRules(allow),
 		},
 	}
 }

@@ -66,7 +66,7 @@ func TestPodHardening(t *testing.T) {
 	if pod.Labels[LabelRun] != "abc" || pod.Labels[LabelInstance] != instanceLabel("host-12-34") || pod.Annotations[AnnoInstance] != "host-12-34" || pod.Labels["cline-mcp.tool"] != "ask_cline" {
 		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)
 	}
-	np := denyAll(pod)
+	np := denyAll(pod, nil)
 	if len(np.Spec.Ingress)+len(np.Spec.Egress) != 0 || len(np.Spec.PolicyTypes) != 2 || np.OwnerReferences[0].Name != pod.Name {
 		t.Errorf("policy %+v", np)
 	}
@@ -135,5 +135,19 @@ func TestDemux(t *testing.T) {
 	}
 	if err := demux(&out, &errb, strings.NewReader("plain text from a program without the wrapper")); err == nil {
 		t.Error("an unframed log gave no error")
+	}
+}
+
+// TestEgressAllow: the policy lets the run reach exactly the CIDR:port entries; bad entries are
+// refused before any pod exists.
+func TestEgressAllow(t *testing.T) {
+	np := denyAll(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelRun: "r"}}}, []string{"10.1.2.3:443", "192.168.0.0/16:8080"})
+	if len(np.Spec.Egress) != 2 || np.Spec.Egress[0].To[0].IPBlock.CIDR != "10.1.2.3/32" || np.Spec.Egress[1].Ports[0].Port.IntValue() != 8080 {
+		t.Errorf("egress rules %+v", np.Spec.Egress)
+	}
+	for _, bad := range []string{"api.example.com:443", "10.0.0.1", "10.0.0.0/8:0", "::1"} {
+		if ParseEgressAllow([]string{bad}) == nil {
+			t.Errorf("%q was accepted", bad)
+		}
 	}
 }

@@ -43,14 +43,17 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		return sandbox.Exit{}, e.apiError("create pods", err)
 	}
 	defer e.remove(ctx, pod.Name, time.Second)
-	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod), metav1.CreateOptions{}); err != nil {
-		return sandbox.Exit{}, e.apiError("create networkpolicies", err)
+	report := e.reportOf(pod, spec)
+	if !e.cfg.EgressOpen {
+		if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod, e.cfg.EgressAllow), metav1.CreateOptions{}); err != nil {
+			return sandbox.Exit{}, e.apiError("create networkpolicies", err)
+		}
 	}
 	if err := e.fill(ctx, pod.Name, copies); err != nil {
 		return sandbox.Exit{}, err
 	}
 	x, err := e.follow(ctx, pod.Name, spec)
-	x.Duration = time.Since(start)
+	x.Duration, x.Container = time.Since(start), report
 	if err != nil || x.Stopped {
 		return x, err
 	}
