@@ -116,11 +116,9 @@ image-egress:
 	@if docker info >/dev/null 2>&1; then docker build -q -t $(EGRESS_IMAGE) images/egress >/dev/null && echo "built $(EGRESS_IMAGE)"; \
 	 else echo "WARNING: no Docker engine: $(EGRESS_IMAGE) not built"; fi
 
-## image-fake: FROM scratch + the static fake CLI and the Kubernetes executor's helper (no registry
-## needed), and the egress proxy's image
+## image-fake: FROM scratch + the static fake CLI (no registry needed), and the egress proxy's image
 image-fake: image-egress
 	GOOS=linux GOARCH=$(ENGINE_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -o images/fake-cline/fake-cline ./cmd/fake-cline
-	GOOS=linux GOARCH=$(ENGINE_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -o images/fake-cline/cline-mcp-k8s-helper ./cmd/cline-mcp-k8s-helper
 	@if docker info >/dev/null 2>&1; then docker build -q -t $(FAKE_IMAGE) images/fake-cline >/dev/null && echo "built $(FAKE_IMAGE)"; \
 	 else echo "WARNING: no Docker engine: $(FAKE_IMAGE) not built (Docker tests will skip, or fail under CI=true)"; fi
 

@@ -51,6 +51,7 @@ type config struct {
 	dockerCPUs        float64
 	dockerCline       string
 	dockerEnv         multiFlag
+	k8s               k8sConfig
 
 	worktreeRoot string
 	pool         int
@@ -78,8 +79,8 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cline, "cline", "", "path of the Cline executable (default: $CLINE_MCP_CLINE, else cline on PATH)")
-	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host or docker; calls may ask for more, never less")
-	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker), even when the first attempt ran on the host")
+	fs.StringVar(&c.isolation, "isolation", "host", "isolation floor: host, docker or kubernetes (a pod per run); calls may ask for more, never less")
+	fs.StringVar(&c.retryIsolation, "retry-isolation", "", "run retries with this isolation (docker or kubernetes), even when the first attempt ran on the host")
 	fs.StringVar(&c.protocol, "cline-protocol", "json", "how the server speaks to the Cline CLI: json (one cline --json process per call) or acp (cline --acp, the Agent Client Protocol: every tool call answered by the tool's policy)")
 	fs.StringVar(&c.sessionsDir, "sessions-dir", "", "where the conversations of the acp protocol are kept between calls and restarts (default: <user cache dir>/cline-mcp/sessions)")
 	fs.DurationVar(&c.sessionIdle, "session-idle", sessions.DefaultIdle, "how long a conversation without a turn can still be continued")
@@ -105,6 +106,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")
 	fs.StringVar(&c.dockerCline, "docker-cline", "/usr/local/bin/cline", "path of the Cline executable inside the image")
 	fs.Var(&c.dockerEnv, "docker-env", "name of a server environment variable to pass into the container (repeatable), e.g. OPENAI_API_KEY")
+	c.k8s.register(fs)
 	fs.StringVar(&c.worktreeRoot, "worktree-root", "", "directory for disposable worktrees (default: $TMPDIR/cline-mcp-worktrees)")
 	fs.IntVar(&c.pool, "workspace-pool", 0, "idle worktrees per repository kept for later ask_cline_workspace calls (0: every worktree is removed after its call)")
 	fs.DurationVar(&c.poolIdle, "workspace-pool-idle", worktree.DefaultPoolIdle, "how long an idle pooled worktree is kept")
@@ -161,6 +163,12 @@ func (c *config) validate() error {
 		if _, err := sandbox.ParseIsolation(c.retryIsolation); err != nil {
 			return fmt.Errorf("--retry-isolation: %w", err)
 		}
+	}
+	if c.isolation == "docker" && c.retryIsolation == "kubernetes" || c.isolation == "kubernetes" && c.retryIsolation == "docker" {
+		return fmt.Errorf("--isolation %s and --retry-isolation %s: a server runs containers on one engine", c.isolation, c.retryIsolation)
+	}
+	if err := c.k8s.validate(); err != nil {
+		return err
 	}
 	if c.protocol != "json" && c.protocol != "acp" {
 		return fmt.Errorf("--cline-protocol must be json or acp, not %q", c.protocol)
@@ -256,4 +264,12 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size like 512m or 2g", s)
 	}
 	return n * mult, nil
+}
+
+// container is the server's container isolation: kubernetes when a flag names it, else docker.
+func (c *config) container() sandbox.Isolation {
+	if c.isolation == "kubernetes" || c.retryIsolation == "kubernetes" {
+		return sandbox.IsolationKubernetes
+	}
+	return sandbox.IsolationDocker
 }

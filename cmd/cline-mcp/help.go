@@ -20,6 +20,7 @@ var flagGroups = []flagGroup{
 	{"Docker", []string{"docker-host", "docker-mounts", "docker-image", "docker-cline", "docker-env",
 		"docker-memory", "docker-pids", "docker-cpus"}},
 	{"Egress of Docker runs", []string{"docker-egress", "docker-network", "egress-allow", "docker-egress-image"}},
+	{"Kubernetes (--isolation kubernetes: a pod per run)", k8sFlagNames},
 	{"Workspace and worktree pool", []string{"worktree-root", "workspace-pool", "workspace-pool-idle"}},
 	{"Sessions and warm agents (acp protocol)", []string{"sessions-dir", "session-idle", "warm-agents", "warm-idle"}},
 	{"Background jobs and long results", []string{"jobs-dir", "job-max", "job-idle", "job-keep", "result-max-chars"}},

@@ -90,14 +90,22 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessi
 		rc.Backoff = func() time.Duration { return b }
 	}
 	var sweepDocker func(context.Context) (int, error)
-	dock, derr := newDocker(cfg, docker.WithTrack(func(id string) func() { return life.Track(lifeline.Container, id) }))
-	if derr != nil {
+	var dock *docker.Executor
+	if rc.Container == sandbox.IsolationKubernetes {
+		k8s, where, err := newKubernetes(cfg)
+		if err != nil {
+			rc.DockerErr = err
+			log.Warn("kubernetes isolation unavailable; calls that need it fail with launch_failed", "err", err)
+		} else {
+			rc.Docker, sweepDocker = k8s, sweepKubernetes(k8s)
+			log.Info("kubernetes cluster", "from", where, "image", cfg.k8s.image)
+		}
+	} else if d, derr := newDocker(cfg, docker.WithTrack(func(id string) func() { return life.Track(lifeline.Container, id) })); derr != nil {
 		rc.DockerErr = derr
 		log.Warn("docker isolation unavailable; calls that need it fail with launch_failed", "err", derr)
 	} else {
-		rc.Docker = dock
-		sweepDocker = dock.Sweep
-		ep := dock.Endpoint()
+		dock, rc.Docker, sweepDocker = d, d, d.Sweep
+		ep := d.Endpoint()
 		log.Info("docker engine", "host", ep.Host, "from", ep.Source, "mounts", cfg.dockerMounts)
 	}
 	runner, err := run.New(rc)
@@ -149,6 +157,7 @@ func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, gitCLI *g
 		Instance:       docker.InstanceID(),
 		Floor:          sandbox.Isolation(cfg.isolation),
 		RetryIsolation: sandbox.Isolation(cfg.retryIsolation),
+		Container:      cfg.container(),
 		Env:            os.Environ(),
 		Home:           home,
 		Settings:       store,

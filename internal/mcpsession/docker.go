@@ -226,3 +226,31 @@ func BuildFakeImageWithGit() error {
 	}
 	return nil
 }
+
+// K8sFakeImage is FakeImage with the Kubernetes executor's in-pod helper (BuildK8sFakeImage).
+var K8sFakeImage = "cline-mcp/fake-cline:" + TestTag("k8s")
+
+// BuildK8sFakeImage builds K8sFakeImage: FakeImage (built first) plus cline-mcp-k8s-helper
+// (cmd/cline-mcp-k8s-helper) at sandbox/kubernetes's default path.
+func BuildK8sFakeImage() error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	ctxDir, err := os.MkdirTemp("", "k8s-fake-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ctxDir)
+	if err := goBuild(root, filepath.Join(ctxDir, "cline-mcp-k8s-helper"), "./cmd/cline-mcp-k8s-helper", "GOOS=linux", "GOARCH="+EngineArch()); err != nil {
+		return err
+	}
+	df := "FROM " + FakeImage + "\nCOPY cline-mcp-k8s-helper /usr/local/bin/cline-mcp-k8s-helper\n"
+	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte(df), 0o644); err != nil {
+		return err
+	}
+	if out, err := exec.Command("docker", "build", "-q", "-t", K8sFakeImage, ctxDir).CombinedOutput(); err != nil {
+		return fmt.Errorf("docker build %s: %v\n%s", K8sFakeImage, err, out)
+	}
+	return nil
+}

@@ -24,6 +24,7 @@ import (
 // of other mounts below it (nested: left out both ways).
 type copied struct {
 	m      sandbox.Mount
+	file   bool // a single regular file (read-only), mounted from its emptyDir by subPath
 	nested []string
 	man    archive.Manifest
 }
@@ -46,10 +47,10 @@ func (e *Executor) planCopies(ms []sandbox.Mount) ([]*copied, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes executor: mount %s: %w", m.Source, err)
 		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("kubernetes executor: mount %s is a file; only directories are copied into pods", m.Source)
+		c := &copied{m: m, file: !fi.IsDir()}
+		if c.file && (!fi.Mode().IsRegular() || !m.ReadOnly || !m.Return.IsZero()) {
+			return nil, fmt.Errorf("kubernetes executor: mount %s: a file is copied into a pod only read-only, without a return", m.Source)
 		}
-		c := &copied{m: m}
 		for _, o := range ms {
 			if o.Target != m.Target && strings.HasPrefix(o.Target, strings.TrimSuffix(m.Target, "/")+"/") {
 				c.nested = append(c.nested, strings.TrimPrefix(o.Target, strings.TrimSuffix(m.Target, "/")+"/"))
@@ -62,6 +63,7 @@ func (e *Executor) planCopies(ms []sandbox.Mount) ([]*copied, error) {
 
 // fill sends each mount's tree to its init container's stdin (pods/attach) once it runs.
 func (e *Executor) fill(ctx context.Context, pod string, cs []*copied) error {
+	// one init container per mount, in order (podFor)
 	for i, c := range cs {
 		name := fillName(i)
 		if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return initRunning(p, name) }); err != nil {
@@ -77,7 +79,12 @@ func (e *Executor) fill(ctx context.Context, pod string, cs []*copied) error {
 			if c.man != nil {
 				noRecord = archive.HasGitPart
 			}
-			err := archive.WriteTree(tw, c.m.Source, archive.Owner{}, archive.Under(c.nested), noRecord, c.man)
+			var err error
+			if c.file {
+				err = archive.WriteFile(tw, path.Base(c.m.Target), c.m.Source, archive.Owner{}, true)
+			} else {
+				err = archive.WriteTree(tw, c.m.Source, archive.Owner{}, archive.Under(c.nested), noRecord, c.man)
+			}
 			if err == nil {
 				err = tw.Close()
 			}

@@ -43,8 +43,8 @@ type Config struct {
 	Image     string
 	// Helper is cline-mcp-k8s-helper's path in Image (DefaultHelper when empty).
 	Helper string
-	// PullPolicy of the image: IfNotPresent when empty; Never for images imported on the node.
-	PullPolicy corev1.PullPolicy
+	// PullPolicy of the image ("IfNotPresent" when empty; "Never" for images imported on the node).
+	PullPolicy string
 	// CPU and Memory ("2", "2Gi") are the main container's requests and limits (Guaranteed QoS).
 	CPU, Memory string
 	// RuntimeClass names a RuntimeClass (gVisor, Kata) for the pods; empty is the cluster's default.
@@ -78,7 +78,7 @@ func New(cfg Config) (*Executor, error) {
 		return nil, err
 	}
 	if cfg.PullPolicy == "" {
-		cfg.PullPolicy = corev1.PullIfNotPresent
+		cfg.PullPolicy = string(corev1.PullIfNotPresent)
 	}
 	if cfg.Helper == "" {
 		cfg.Helper = DefaultHelper

@@ -26,16 +26,23 @@ func fillName(i int) string { return "fill-" + strconv.Itoa(i) }
 // podFor is the pod of one run: an init container per mount to fill its emptyDir, then the main
 // container with the run's command under the helper's wrapper and the keeper, which holds the
 // emptyDirs for the copy back until the pod is deleted.
-func (e *Executor) podFor(spec sandbox.Spec, runID string, deadline time.Duration) (*corev1.Pod, error) {
+func (e *Executor) podFor(spec sandbox.Spec, cs []*copied, runID string, deadline time.Duration) (*corev1.Pod, error) {
 	uid, gid, err := e.user(spec.User)
 	if err != nil {
 		return nil, err
 	}
 	var vols []corev1.Volume
 	var all, mainMounts []corev1.VolumeMount
-	for i, m := range spec.Mounts {
-		name := "m" + strconv.Itoa(i)
+	for i, c := range cs {
+		name, m := "m"+strconv.Itoa(i), c.m
 		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		if c.file {
+			// The fill and the keeper see the file's emptyDir at a directory of its own; the
+			// main container gets the file itself at its Target (subPath).
+			all = append(all, corev1.VolumeMount{Name: name, MountPath: fileStage(i)})
+			mainMounts = append(mainMounts, corev1.VolumeMount{Name: name, MountPath: m.Target, SubPath: path.Base(m.Target), ReadOnly: true})
+			continue
+		}
 		all = append(all, corev1.VolumeMount{Name: name, MountPath: m.Target})
 		mainMounts = append(mainMounts, corev1.VolumeMount{Name: name, MountPath: m.Target, ReadOnly: m.ReadOnly})
 	}
@@ -46,8 +53,12 @@ func (e *Executor) podFor(spec sandbox.Spec, runID string, deadline time.Duratio
 		mainMounts = append(mainMounts, corev1.VolumeMount{Name: name, MountPath: t.Target})
 	}
 	var inits []corev1.Container
-	for i, m := range spec.Mounts {
-		c := e.container(fillName(i), []string{e.cfg.Helper, "untar", m.Target}, nil)
+	for i, cp := range cs {
+		dest := cp.m.Target
+		if cp.file {
+			dest = fileStage(i)
+		}
+		c := e.container(fillName(i), []string{e.cfg.Helper, "untar", dest}, nil)
 		c.VolumeMounts, c.Stdin, c.StdinOnce = all, true, true
 		inits = append(inits, c)
 	}
@@ -90,10 +101,13 @@ func (e *Executor) podFor(spec sandbox.Spec, runID string, deadline time.Duratio
 
 func boolPtr(b bool) *bool { return &b }
 
+// fileStage is where the fill and keeper containers see the emptyDir of file mount i.
+func fileStage(i int) string { return "/cline-mcp-files/" + strconv.Itoa(i) }
+
 // container is a hardened container of the run's image.
 func (e *Executor) container(name string, cmd, env []string) corev1.Container {
 	no, yes := false, true
-	c := corev1.Container{Name: name, Image: e.cfg.Image, ImagePullPolicy: e.cfg.PullPolicy, Command: cmd,
+	c := corev1.Container{Name: name, Image: e.cfg.Image, ImagePullPolicy: corev1.PullPolicy(e.cfg.PullPolicy), Command: cmd,
 		SecurityContext: &corev1.SecurityContext{ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no, Privileged: &no,
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}
 	for _, kv := range env {

@@ -27,7 +27,7 @@ func TestPodHardening(t *testing.T) {
 	spec := sandbox.Spec{Path: "/usr/local/bin/cline", Args: []string{"-y", "hi"}, Env: []string{"A=1"}, Dir: "/work",
 		Mounts: []sandbox.Mount{{Source: "/src", Target: "/work", ReadOnly: true}, {Source: "/d", Target: "/data"}},
 		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 64}}, Labels: map[string]string{"cline-mcp.tool": "ask_cline"}}
-	pod, err := e.podFor(spec, "abc", time.Hour)
+	pod, err := e.podFor(spec, copiesOf(spec), "abc", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestPodHardening(t *testing.T) {
 	if len(np.Spec.Ingress)+len(np.Spec.Egress) != 0 || len(np.Spec.PolicyTypes) != 2 || np.OwnerReferences[0].Name != pod.Name {
 		t.Errorf("policy %+v", np)
 	}
-	root, err := e.podFor(sandbox.Spec{Path: "/x", User: "0:0"}, "r", time.Hour)
+	root, err := e.podFor(sandbox.Spec{Path: "/x", User: "0:0"}, nil, "r", time.Hour)
 	if err != nil || *root.Spec.SecurityContext.RunAsNonRoot {
 		t.Errorf("uid 0: %v, runAsNonRoot %v", err, *root.Spec.SecurityContext.RunAsNonRoot)
 	}
-	if _, err := e.podFor(sandbox.Spec{Path: "/x", User: "me"}, "r", time.Hour); err == nil {
+	if _, err := e.podFor(sandbox.Spec{Path: "/x", User: "me"}, nil, "r", time.Hour); err == nil {
 		t.Error("a user that is not uid:gid was accepted")
 	}
 }
@@ -149,5 +149,33 @@ func TestEgressAllow(t *testing.T) {
 		if ParseEgressAllow([]string{bad}) == nil {
 			t.Errorf("%q was accepted", bad)
 		}
+	}
+}
+
+func copiesOf(spec sandbox.Spec) []*copied {
+	var cs []*copied
+	for _, m := range spec.Mounts {
+		cs = append(cs, &copied{m: m})
+	}
+	return cs
+}
+
+// TestFileMountBySubPath: a read-only file mount reaches the main container as the file itself
+// (subPath of its emptyDir), the fill and keeper see it at a directory of their own.
+func TestFileMountBySubPath(t *testing.T) {
+	e := testExecutor(t)
+	spec := sandbox.Spec{Path: "/x", Mounts: []sandbox.Mount{{Source: "/w", Target: "/w"}, {Source: "/w/.git", Target: "/w/.git", ReadOnly: true}}}
+	cs := copiesOf(spec)
+	cs[1].file = true
+	pod, err := e.podFor(spec, cs, "f", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := pod.Spec.Containers[0].VolumeMounts[1]
+	if vm.MountPath != "/w/.git" || vm.SubPath != ".git" || !vm.ReadOnly {
+		t.Errorf("main's file mount %+v", vm)
+	}
+	if got := strings.Join(pod.Spec.InitContainers[1].Command, " "); got != DefaultHelper+" untar "+fileStage(1) {
+		t.Errorf("the file's fill: %q", got)
 	}
 }

@@ -33,7 +33,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if d, ok := ctx.Deadline(); ok {
 		deadline = time.Until(d) + time.Minute
 	}
-	pod, err := e.podFor(spec, randomID(), deadline)
+	pod, err := e.podFor(spec, copies, randomID(), deadline)
 	if err != nil {
 		return sandbox.Exit{}, err
 	}

@@ -18,14 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 	"github.com/cline-mcp/cline-mcp/internal/testcluster"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 func TestMain(m *testing.M) { testcluster.Main(m) }
-
-// fakeImage is the fake CLI's image (make image-fake), which also holds the helper.
-const fakeImage = "cline-mcp/fake-cline:latest"
 
 var importOnce sync.Once
 
@@ -34,9 +32,21 @@ var importOnce sync.Once
 func clusterExecutor(t *testing.T) *Executor {
 	t.Helper()
 	c := testcluster.Start(t)
-	importOnce.Do(func() { c.ImportDockerImage(t, fakeImage) })
-	e, err := New(Config{REST: c.RESTConfig(), Namespace: "default", Image: fakeImage, UID: 1000, GID: 1000,
-		Instance: "testhost-" + t.Name(), CPU: "500m", Memory: "256Mi", PullPolicy: corev1.PullNever})
+	importOnce.Do(func() {
+		bins, err := mcpsession.Build(t.TempDir())
+		if err == nil {
+			err = mcpsession.BuildFakeImage(bins)
+		}
+		if err == nil {
+			err = mcpsession.BuildK8sFakeImage()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ImportDockerImage(t, mcpsession.K8sFakeImage)
+	})
+	e, err := New(Config{REST: c.RESTConfig(), Namespace: "default", Image: mcpsession.K8sFakeImage, UID: 1000, GID: 1000,
+		Instance: "testhost-" + t.Name(), CPU: "500m", Memory: "256Mi", PullPolicy: "Never"})
 	if err != nil {
 		t.Fatal(err)
 	}

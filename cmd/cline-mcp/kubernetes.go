@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/kubernetes"
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
+)
+
+// k8sConfig is the flags of --isolation kubernetes.
+type k8sConfig struct {
+	context, kubeconfig, namespace, image, cpu, memory, runtimeClass string
+	egressAllow                                                      multiFlag
+	egress                                                           string
+}
+
+var k8sFlagNames = []string{"k8s-context", "k8s-kubeconfig", "k8s-namespace", "k8s-image", "k8s-cpu", "k8s-memory",
+	"k8s-runtime-class", "k8s-egress", "k8s-egress-allow"}
+
+func (c *k8sConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.context, "k8s-context", "", "kubeconfig context for --isolation kubernetes (default: the current context of $KUBECONFIG or ~/.kube/config, else the pod's in-cluster account)")
+	fs.StringVar(&c.kubeconfig, "k8s-kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+	fs.StringVar(&c.namespace, "k8s-namespace", "", "namespace of the run pods (default: the context's, else default)")
+	fs.StringVar(&c.image, "k8s-image", "cline-mcp/cline:latest", "image of the run pods: the Cline CLI and cline-mcp-k8s-helper, which the cluster's nodes can pull")
+	fs.StringVar(&c.cpu, "k8s-cpu", "2", "CPU request and limit of a run pod")
+	fs.StringVar(&c.memory, "k8s-memory", "2Gi", "memory request and limit of a run pod")
+	fs.StringVar(&c.runtimeClass, "k8s-runtime-class", "", "RuntimeClass of the run pods (gVisor, Kata), default the cluster's")
+	fs.Var(&c.egressAllow, "k8s-egress-allow", "CIDR:port a run pod may reach, e.g. the provider's address (repeatable); everything else is denied by the run's NetworkPolicy")
+	fs.StringVar(&c.egress, "k8s-egress", "policy", "network of run pods: policy (a NetworkPolicy denies everything but --k8s-egress-allow; only a CNI that enforces NetworkPolicy enforces it) or open (no policy)")
+}
+
+func (c *k8sConfig) validate() error {
+	if c.egress != "policy" && c.egress != "open" {
+		return fmt.Errorf("--k8s-egress must be policy or open, not %q", c.egress)
+	}
+	if c.egress == "open" && len(c.egressAllow) > 0 {
+		return errors.New("--k8s-egress open and --k8s-egress-allow contradict each other")
+	}
+	return kubernetes.ParseEgressAllow(c.egressAllow)
+}
+
+// newKubernetes makes the Kubernetes executor of --isolation kubernetes.
+func newKubernetes(cfg *config) (*kubernetes.Executor, string, error) {
+	rc, ns, from, err := kubernetes.Discover(cfg.k8s.kubeconfig, cfg.k8s.context)
+	if err != nil {
+		return nil, "", err
+	}
+	if cfg.k8s.namespace != "" {
+		ns = cfg.k8s.namespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	uid, gid := callerIDs()
+	e, err := kubernetes.New(kubernetes.Config{REST: rc, Namespace: ns, Image: cfg.k8s.image, CPU: cfg.k8s.cpu, Memory: cfg.k8s.memory,
+		RuntimeClass: cfg.k8s.runtimeClass, UID: uid, GID: gid, Instance: docker.InstanceID(),
+		EgressAllow: cfg.k8s.egressAllow, EgressOpen: cfg.k8s.egress == "open", PullPolicy: pullPolicy()})
+	if err != nil {
+		return nil, "", err
+	}
+	return e, fmt.Sprintf("namespace %s, %s", ns, from), nil
+}
+
+// callerIDs are the ids the pods run as: the caller's, as rootful Docker (1000 when the server
+// runs as root or on Windows: a pod never needs root).
+func callerIDs() (int64, int64) {
+	uid, gid := int64(os.Getuid()), int64(os.Getgid())
+	if uid <= 0 {
+		return 1000, 1000
+	}
+	return uid, gid
+}
+
+// pullPolicy is Never for images imported on the node (CLINE_MCP_K8S_PULL=Never, the tests'),
+// else IfNotPresent.
+func pullPolicy() string {
+	if os.Getenv("CLINE_MCP_K8S_PULL") == "Never" {
+		return "Never"
+	}
+	return "IfNotPresent"
+}
+
+// sweepKubernetes deletes the pods of dead servers of this host.
+func sweepKubernetes(e *kubernetes.Executor) func(context.Context) (int, error) {
+	host, _ := os.Hostname()
+	return func(ctx context.Context) (int, error) {
+		return e.Sweep(ctx, func(id string) bool { return proc.DeadOnHost(id, host) })
+	}
+}

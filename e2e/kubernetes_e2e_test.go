@@ -1,0 +1,85 @@
+//go:build e2e && linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sclient "k8s.io/client-go/kubernetes"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+	"github.com/cline-mcp/cline-mcp/internal/testcluster"
+)
+
+func init() {
+	afterAll = append(afterAll, func(int) error { testcluster.Stop(); return nil })
+}
+
+var k8sImport sync.Once
+
+// TestKubernetesTools: with --isolation kubernetes the built server runs every run tool in a pod
+// of the real test cluster (the fake image, imported on the node): ask_cline answers,
+// apply_cline_edits brings its edit back as a diff on the host, ask_cline_workspace runs on a
+// disposable worktree; each result says kubernetes and what the stored pod enforced, and no pod
+// or policy is left in the namespace.
+func TestKubernetesTools(t *testing.T) {
+	c := testcluster.Start(t)
+	k8sImport.Do(func() {
+		if err := mcpsession.BuildK8sFakeImage(); err != nil {
+			t.Fatal(err)
+		}
+		c.ImportDockerImage(t, mcpsession.K8sFakeImage)
+	})
+	cs, err := k8sclient.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "cline-mcp-e2e-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	e := prepareEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
+	// The pods run as uid 1000 (the server runs as root here): the checkout must be theirs to read.
+	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, "--isolation", "kubernetes", "--k8s-kubeconfig", c.Kubeconfig,
+		"--k8s-namespace", ns.Name, "--k8s-image", mcpsession.K8sFakeImage, "--k8s-cpu", "500m", "--k8s-memory", "512Mi")
+
+	for _, tc := range []struct{ tool, prompt string }{
+		{"ask_cline", "Reply with PONG"},
+		{"apply_cline_edits", "Edit fake:edit_many?modify=README.md"},
+		{"ask_cline_workspace", "Reply with PONG"},
+	} {
+		res, sc := e.call(tc.tool, map[string]any{"prompt": tc.prompt})
+		if sc["ok"] != true {
+			t.Fatalf("%s: %v: %v\nkubelet:\n%s", tc.tool, sc["kind"], sc["message"], c.LogTail("kubelet", 30))
+		}
+		if sc["isolation"] != "kubernetes" || fmt.Sprint(sc["attemptIsolation"]) != "[kubernetes]" {
+			t.Errorf("%s: isolation %v %v, want kubernetes", tc.tool, sc["isolation"], sc["attemptIsolation"])
+		}
+		enf, ctr := enforcementOf(t, sc)
+		if enf["isolation"] != "kubernetes" || ctr == nil || ctr["engine"] != "kubernetes" || ctr["readOnlyRoot"] != true ||
+			ctr["noNewPrivileges"] != true || fmt.Sprint(ctr["capDrop"]) != "[ALL]" || ctr["user"] != "1000:1000" ||
+			!strings.Contains(fmt.Sprint(ctr["network"]), "deny-all") {
+			t.Errorf("%s: enforcement %v", tc.tool, enf)
+		}
+		if tc.tool == "apply_cline_edits" && !strings.Contains(mcpsession.Str(sc, "diff"), "README.md") {
+			t.Errorf("apply_cline_edits: no diff of README.md: %v (%s)", sc["diff"], mcpsession.Text(res))
+		}
+	}
+	pods, _ := cs.CoreV1().Pods(ns.Name).List(context.Background(), metav1.ListOptions{})
+	pols, _ := cs.NetworkingV1().NetworkPolicies(ns.Name).List(context.Background(), metav1.ListOptions{})
+	if len(pods.Items)+len(pols.Items) > 0 {
+		t.Errorf("left in the namespace: %d pods, %d policies", len(pods.Items), len(pols.Items))
+	}
+}
