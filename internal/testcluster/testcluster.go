@@ -38,6 +38,7 @@ type Cluster struct {
 	UpTime     time.Duration // from starting etcd to a Ready node with its default service account
 	cfg        *rest.Config
 	watchdog   *exec.Cmd
+	unlock     func()
 }
 
 var shared struct {
@@ -84,6 +85,7 @@ func Stop() {
 	if out, err := script("down"); err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster: down: %v\n%s\n", err, out)
 	}
+	c.unlock()
 	shared.c = nil
 }
 
@@ -134,8 +136,18 @@ func start() (*Cluster, string, error) {
 			return nil, "", fmt.Errorf("prepare: %w\n%s", err, tail(out))
 		}
 	}
+	unlock, lock, err := lockCluster(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("lock the cluster: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unlock()
+		}
+	}()
 	_, _ = script("down") // what a killed earlier run left
-	c := &Cluster{Dir: dir, RunDir: run, Kubeconfig: filepath.Join(dir, "cluster", "admin.kubeconfig")}
+	c := &Cluster{Dir: dir, RunDir: run, Kubeconfig: filepath.Join(dir, "cluster", "admin.kubeconfig"), unlock: unlock}
 	begin := time.Now()
 	if out, err := script("up"); err != nil || bytes.Contains(out, []byte("TIMEOUT")) {
 		down, _ := script("down")
@@ -147,15 +159,17 @@ func start() (*Cluster, string, error) {
 		return nil, "", err
 	}
 	c.cfg, c.UpTime = cfg, time.Since(begin)
-	c.watchdog = watchdog()
+	c.watchdog = watchdog(lock)
+	ok = true
 	return c, "", nil
 }
 
 // watchdog tears the cluster down when this process ends without Stop (a panic, a kill): a
-// process of its own session that polls this pid.
-func watchdog() *exec.Cmd {
+// process of its own session that polls this pid, then takes the cluster's lock (another test
+// binary may have started its own cluster meanwhile: it waits for that one to end).
+func watchdog(lock string) *exec.Cmd {
 	self := strconv.Itoa(os.Getpid())
-	cmd := exec.Command("setsid", "bash", "-c", `while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec "$2" down`, "watchdog", self, scriptPath())
+	cmd := exec.Command("setsid", "bash", "-c", `while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec flock "$3" "$2" down`, "watchdog", self, scriptPath(), lock)
 	cmd.Env = scriptEnv()
 	if err := cmd.Start(); err != nil {
 		return nil

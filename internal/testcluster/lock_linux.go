@@ -1,0 +1,26 @@
+package testcluster
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// lockCluster takes the cluster's lock (a file in dir), waiting for another test binary that
+// holds it: `go test ./...` runs packages in parallel, and there is one cluster per machine. The
+// lock is released by unlock or when the process ends.
+func lockCluster(dir string) (unlock func(), path string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	path = filepath.Join(dir, "cluster.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, path, nil
+}
