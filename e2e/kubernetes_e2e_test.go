@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +30,16 @@ var k8sImport sync.Once
 // apply_cline_edits brings its edit back as a diff on the host, ask_cline_workspace runs on a
 // disposable worktree; each result says kubernetes and what the stored pod enforced, and no pod
 // or policy is left in the namespace.
-func TestKubernetesTools(t *testing.T) {
+// k8sWorld is the test cluster with a namespace of the test's own and the fake image (plus
+// the helper) imported on its node.
+type k8sWorld struct {
+	c  *testcluster.Cluster
+	cs *k8sclient.Clientset
+	ns string
+}
+
+func newK8sWorld(t *testing.T) k8sWorld {
+	t.Helper()
 	c := testcluster.Start(t)
 	k8sImport.Do(func() {
 		if err := mcpsession.BuildK8sFakeImage(); err != nil {
@@ -46,14 +56,34 @@ func TestKubernetesTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	return k8sWorld{c: c, cs: cs, ns: ns.Name}
+}
+
+// args are the server flags of a kubernetes floor on this world.
+func (w k8sWorld) args() []string {
+	return []string{"--isolation", "kubernetes", "--k8s-kubeconfig", w.c.Kubeconfig, "--k8s-namespace", w.ns,
+		"--k8s-image", mcpsession.K8sFakeImage, "--k8s-cpu", "500m", "--k8s-memory", "512Mi"}
+}
+
+// pods are the pods left in the world's namespace.
+func (w k8sWorld) pods() int {
+	list, _ := w.cs.CoreV1().Pods(w.ns).List(context.Background(), metav1.ListOptions{})
+	if list == nil {
+		return -1
+	}
+	return len(list.Items)
+}
+
+func TestKubernetesTools(t *testing.T) {
+	w := newK8sWorld(t)
+	c := w.c
 	e := prepareEnv(t)
 	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
 	// The pods run as uid 1000 (the server runs as root here): the checkout must be theirs to read.
 	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
 		t.Fatalf("chmod: %v %s", err, out)
 	}
-	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, "--isolation", "kubernetes", "--k8s-kubeconfig", c.Kubeconfig,
-		"--k8s-namespace", ns.Name, "--k8s-image", mcpsession.K8sFakeImage, "--k8s-cpu", "500m", "--k8s-memory", "512Mi")
+	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, w.args()...)
 
 	for _, tc := range []struct{ tool, prompt string }{
 		{"ask_cline", "Reply with PONG"},
@@ -77,9 +107,47 @@ func TestKubernetesTools(t *testing.T) {
 			t.Errorf("apply_cline_edits: no diff of README.md: %v (%s)", sc["diff"], mcpsession.Text(res))
 		}
 	}
-	pods, _ := cs.CoreV1().Pods(ns.Name).List(context.Background(), metav1.ListOptions{})
-	pols, _ := cs.NetworkingV1().NetworkPolicies(ns.Name).List(context.Background(), metav1.ListOptions{})
-	if len(pods.Items)+len(pols.Items) > 0 {
-		t.Errorf("left in the namespace: %d pods, %d policies", len(pods.Items), len(pols.Items))
+	pols, _ := w.cs.NetworkingV1().NetworkPolicies(w.ns).List(context.Background(), metav1.ListOptions{})
+	if n := w.pods(); n != 0 || len(pols.Items) > 0 {
+		t.Errorf("left in the namespace: %d pods, %d policies", n, len(pols.Items))
+	}
+}
+
+// TestKubernetesServerKilled: a server killed (SIGKILL) during a call leaves its pod running; the
+// next server of this host deletes it at start-up (its instance is dead), and doctor
+// --isolation kubernetes reports the cluster and the permissions.
+func TestKubernetesServerKilled(t *testing.T) {
+	w := newK8sWorld(t)
+	e := prepareEnv(t)
+	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, w.args()...)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = e.sess.CallErr(ctx, "ask_cline", map[string]any{"prompt": "Wait fake:hang", "cwd": e.work}, nil)
+	}()
+	if !mcpsession.Eventually(60*time.Second, func() bool { return w.pods() == 1 }) {
+		t.Fatal("the call's pod never appeared")
+	}
+	if err := e.sess.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-e.sess.Exited()
+	time.Sleep(time.Second)
+	if n := w.pods(); n != 1 {
+		t.Fatalf("after the kill: %d pods, want the orphan", n)
+	}
+	e2 := newEnvLike(t, e, w.args()...)
+	if !mcpsession.Eventually(60*time.Second, func() bool { return w.pods() == 0 }) {
+		t.Errorf("the next server did not sweep the orphan pod: %d left", w.pods())
+	}
+	e2.sess.Stop()
+
+	out, err := exec.Command(bins.ClineMCP, append([]string{"doctor"}, w.args()...)...).CombinedOutput()
+	if !strings.Contains(string(out), "OK   kubernetes") || !strings.Contains(string(out), "OK   k8s permissions") ||
+		!strings.Contains(string(out), "WARN k8s egress") {
+		t.Errorf("doctor (%v):\n%s", err, out)
 	}
 }

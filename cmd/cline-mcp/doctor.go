@@ -15,6 +15,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
@@ -37,10 +38,10 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 	add := func(c check) { checks = append(checks, c) }
 
 	// With the floor at docker every attempt runs in the image: the host CLI is not used.
-	hostOptional := cfg.isolation == "docker"
+	hostOptional := cfg.isolation == "docker" || cfg.isolation == "kubernetes"
 	suffix := ""
 	if hostOptional {
-		suffix = " (not needed: --isolation docker runs Cline in the image)"
+		suffix = " (not needed: --isolation " + cfg.isolation + " runs Cline in the image)"
 	}
 	clinePath, err := run.ClineResolver(cfg.cline, os.Getenv, runtime.GOOS)()
 	version := ""
@@ -73,13 +74,17 @@ func doctor(ctx context.Context, cfg *config, out io.Writer) int {
 
 	add(worktreeRootCheck(cfg.worktreeRoot))
 
-	dockerNeeded := cfg.isolation == "docker" || cfg.retryIsolation == "docker"
-	engine := dockerCheck(ctx, cfg, dockerNeeded)
-	add(engine)
-	add(engineCheck(ctx, cfg, dockerNeeded))
-	if engine.ok {
-		checks = append(checks, imageChecks(ctx, cfg, dockerNeeded)...)
-		add(egressCheck(ctx, cfg, !dockerNeeded))
+	if cfg.container() == sandbox.IsolationKubernetes {
+		checks = append(checks, k8sChecks(ctx, cfg)...)
+	} else {
+		dockerNeeded := cfg.isolation == "docker" || cfg.retryIsolation == "docker"
+		engine := dockerCheck(ctx, cfg, dockerNeeded)
+		add(engine)
+		add(engineCheck(ctx, cfg, dockerNeeded))
+		if engine.ok {
+			checks = append(checks, imageChecks(ctx, cfg, dockerNeeded)...)
+			add(egressCheck(ctx, cfg, !dockerNeeded))
+		}
 	}
 
 	failed := false

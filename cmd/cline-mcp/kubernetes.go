@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/kubernetes"
@@ -91,4 +93,30 @@ func sweepKubernetes(e *kubernetes.Executor) func(context.Context) (int, error) 
 	return func(ctx context.Context) (int, error) {
 		return e.Sweep(ctx, func(id string) bool { return proc.DeadOnHost(id, host) })
 	}
+}
+
+// k8sChecks are doctor's lines for --isolation kubernetes: the cluster found and its version,
+// the permissions runs need in the namespace, and what the egress policy can promise.
+func k8sChecks(ctx context.Context, cfg *config) []check {
+	e, where, err := newKubernetes(cfg)
+	if err != nil {
+		return []check{{name: "kubernetes", detail: err.Error(), fix: "pass --k8s-kubeconfig/--k8s-context, or run the server in a pod with a service account"}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	version, missing, err := e.Check(ctx)
+	if err != nil {
+		return []check{{name: "kubernetes", detail: where + ": " + err.Error(), fix: "check the kubeconfig's server address and credentials"}}
+	}
+	out := []check{{name: "kubernetes", ok: true, detail: fmt.Sprintf("%s, server %s, image %s", where, version, cfg.k8s.image)}}
+	if len(missing) > 0 {
+		out = append(out, check{name: "k8s permissions", detail: "missing in namespace " + e.Namespace() + ": " + strings.Join(missing, ", "),
+			fix: "apply the Role and RoleBinding of docs/kubernetes.md to the server's account"})
+	} else {
+		out = append(out, check{name: "k8s permissions", ok: true, detail: "pods, pods/attach, pods/exec, pods/log and networkpolicies in namespace " + e.Namespace()})
+	}
+	egress := check{name: "k8s egress", optional: true, detail: "NetworkPolicy " + map[bool]string{true: "none: --k8s-egress open", false: "deny-all but --k8s-egress-allow"}[cfg.k8s.egress == "open"] +
+		"; doctor cannot tell whether the cluster's CNI enforces NetworkPolicy (without one the policy restricts nothing)",
+		fix: "use a CNI that enforces NetworkPolicy (Calico, Cilium, ...) for egress control"}
+	return append(out, egress)
 }

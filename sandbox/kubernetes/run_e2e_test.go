@@ -8,15 +8,19 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 	"github.com/cline-mcp/cline-mcp/internal/testcluster"
@@ -237,5 +241,47 @@ func TestCopyBackRefusesSparseFile(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(work, "big.bin")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("big.bin reached the checkout: %v", err)
+	}
+}
+
+// TestMissingPermission: an account that may only read pods gets a LaunchError naming the verb
+// and resource it lacks, and Check lists every missing permission.
+func TestMissingPermission(t *testing.T) {
+	e := clusterExecutor(t)
+	ctx := context.Background()
+	ns := e.cfg.Namespace
+	sa, err := e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "reader"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "reader"}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}}
+	if _, err := e.cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "reader"}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "reader"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}}}
+	if _, err := e.cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rest.AnonymousClientConfig(e.rest)
+	rc.BearerToken = tok.Status.Token
+	limited, err := New(Config{REST: rc, Namespace: ns, Image: e.cfg.Image, PullPolicy: "Never", UID: 1000, GID: 1000, Instance: "limited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, missing, err := limited.Check(ctx)
+	if err != nil || !slices.Contains(missing, "create pods") || !slices.Contains(missing, "create pods/exec") || slices.Contains(missing, "get pods") {
+		t.Errorf("Check: missing %v, %v", missing, err)
+	}
+	spec, _, _ := fakeSpec(t.TempDir(), "hi")
+	spec.Mounts = nil
+	_, err = limited.Run(ctx, spec)
+	var le *sandbox.LaunchError
+	if !errors.As(err, &le) || le.Op != "create pods" || !strings.Contains(le.Hint, "create pods") {
+		t.Errorf("got %v, want a LaunchError naming create pods", err)
 	}
 }
