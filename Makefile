@@ -123,10 +123,12 @@ image-fake: image-egress
 	 else echo "WARNING: no Docker engine: $(FAKE_IMAGE) not built (Docker tests will skip, or fail under CI=true)"; fi
 
 ## image: the real Cline CLI image: npm's platform binary @cline/cli-linux-<arch>@$(CLINE_VERSION)
-## (fetched with npm pack) on Debian bookworm with bash, coreutils, hostname, git and CA certificates.
+## (fetched with npm pack) on Debian bookworm with bash, coreutils, hostname, git and CA certificates,
+## plus the Kubernetes executor's helper (the same image serves --isolation docker and kubernetes).
 ## The base comes from a registry (debian:bookworm-slim) when one answers, else from Debian packages
 ## (debootstrap + docker import, needs root); force one with IMAGE_BASE=registry|debootstrap.
 image: $(CLINE_PKG) image-egress
+	GOOS=linux GOARCH=$(ENGINE_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -o images/cline/cline-mcp-k8s-helper ./cmd/cline-mcp-k8s-helper
 	@base=$$(ENGINE_ARCH=$(ENGINE_ARCH) images/base.sh $(IMAGE_BASE)) && \
 	 echo "docker build $(IMAGE) FROM $$base" && \
 	 docker build -q --build-arg BASE_IMAGE=$$base --build-arg CLINE_VERSION=$(CLINE_VERSION) \

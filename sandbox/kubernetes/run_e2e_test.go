@@ -285,3 +285,26 @@ func TestMissingPermission(t *testing.T) {
 		t.Errorf("got %v, want a LaunchError naming create pods", err)
 	}
 }
+
+// TestPodHasNoWayOut: a run in the test cluster reaches nothing outside: no route for a TCP
+// connect to a public address, no resolver for a name (the cluster's pods get neither; the
+// NetworkPolicy is not enforced by its bridge CNI, so this is the cluster's own promise).
+func TestPodHasNoWayOut(t *testing.T) {
+	e := clusterExecutor(t)
+	spec, out, errb := fakeSpec(t.TempDir(), "Probe fake:probe_net?addr=1.1.1.1:443&host=example.com")
+	spec.Mounts = nil
+	spec.Dir = "/tmp"
+	spec.Args = []string{"--json", "-y", "Probe fake:probe_net?addr=1.1.1.1:443&host=example.com"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := e.Run(ctx, spec); err != nil {
+		t.Fatalf("run: %v %s", err, errb)
+	}
+	s := out.String()
+	if !strings.Contains(s, `\"tcp\"`) || !strings.Contains(s, `\"dns\"`) {
+		t.Fatalf("the probe did not report (it never ran?): %s", s)
+	}
+	if strings.Contains(s, `\"result\":\"ok\"`) {
+		t.Errorf("the pod reached outside: %s", s)
+	}
+}
