@@ -1,9 +1,12 @@
 // Package testcluster gives tests a real single-node Kubernetes cluster: etcd, kube-apiserver
 // (its own CA and service-account key), scheduler, controller-manager and a kubelet on a private
-// containerd with a CNI bridge, all on loopback and the cluster's own pod network. It is built
-// from the Go module proxy and Debian packages (scripts/cluster.sh prepare: cached under the
-// user's cache dir, keyed by version) and started once per test binary (Start); Main tears it
-// down, and a watchdog tears it down when the test binary dies without Main (a panic, a kill).
+// containerd with a CNI bridge, all in a network namespace of their own (loopback and the pod
+// bridge: nothing listens on the host's network, and pods have no route off the namespace). The
+// test binary reaches the API server through a loopback port it forwards into the namespace.
+// It is built from the Go module proxy and Debian packages (scripts/cluster.sh prepare: cached
+// under the user's cache dir, keyed by version) and started once per test binary (Start); Main
+// tears it down, and a watchdog tears it down when the test binary dies without Main (a panic, a
+// kill). One cluster runs per machine: test binaries take turns through a file lock.
 //
 // Without its prerequisites (Linux, root, the built binaries) Start skips loudly, and fails under
 // CI=true, where .ci/run provides them.
@@ -34,9 +37,11 @@ const Version = "v1.37.2"
 type Cluster struct {
 	Dir        string        // the cache dir: binaries, state, logs
 	RunDir     string        // sockets and runtime state
-	Kubeconfig string        // an admin kubeconfig
+	Netns      string        // the network namespace the cluster runs in (ip netns)
+	Kubeconfig string        // an admin kubeconfig for this host (the forwarded port); gone after Stop
 	UpTime     time.Duration // from starting etcd to a Ready node with its default service account
 	cfg        *rest.Config
+	fwd        *forwarder
 	watchdog   *exec.Cmd
 	unlock     func()
 }
@@ -49,9 +54,19 @@ var shared struct {
 }
 
 // Start returns the test binary's cluster, starting it on first use. It skips (fails under
-// CI=true) when the cluster cannot run here, and fails when it does not come up.
+// CI=true) when the cluster cannot run here, and fails when it does not come up. When the test
+// fails, the ends of the components' logs are logged.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	defer func() {
+		if c := shared.c; c != nil {
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("test cluster logs (%s):\n%s", filepath.Join(c.Dir, "cluster", "logs"), c.logTails(15))
+				}
+			})
+		}
+	}()
 	shared.once.Do(func() { shared.c, shared.skip, shared.err = start() })
 	if shared.skip != "" {
 		if os.Getenv("CI") == "true" {
@@ -82,6 +97,7 @@ func Stop() {
 		_ = c.watchdog.Process.Kill()
 		_ = c.watchdog.Wait()
 	}
+	c.fwd.close()
 	if out, err := script("down"); err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster: down: %v\n%s\n", err, out)
 	}
@@ -113,11 +129,20 @@ func (c *Cluster) ImportArchive(t testing.TB, tarPath string) {
 	}
 }
 
-// LogTail is the end of a component's log (kubelet, kube-apiserver, containerd, ...).
+// LogTail is the end of a component's log: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, containerd or kubelet.
 func (c *Cluster) LogTail(component string, n int) string {
 	b, _ := os.ReadFile(filepath.Join(c.Dir, "cluster", "logs", component+".log"))
 	lines := strings.Split(string(b), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func (c *Cluster) logTails(n int) string {
+	var b strings.Builder
+	for _, comp := range []string{"kubelet", "containerd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd"} {
+		fmt.Fprintf(&b, "--- %s\n%s\n", comp, c.LogTail(comp, n))
+	}
+	return b.String()
 }
 
 func start() (*Cluster, string, error) {
@@ -130,7 +155,7 @@ func start() (*Cluster, string, error) {
 	dir, run := dirs()
 	if !built(dir) {
 		if os.Getenv("CLINE_MCP_K8S_BUILD") == "" {
-			return nil, fmt.Sprintf("Kubernetes %s is not built in %s: run internal/testcluster/scripts/cluster.sh prepare (about 8 minutes cold), or set CLINE_MCP_K8S_BUILD=1", Version, dir), nil
+			return nil, fmt.Sprintf("Kubernetes %s is not built in %s: run `bash internal/testcluster/scripts/cluster.sh prepare` as root (apt packages and a build of about 7–9 minutes cold, cached after), or set CLINE_MCP_K8S_BUILD=1 to let the tests run it", Version, dir), nil
 		}
 		if out, err := script("prepare"); err != nil {
 			return nil, "", fmt.Errorf("prepare: %w\n%s", err, tail(out))
@@ -147,21 +172,49 @@ func start() (*Cluster, string, error) {
 		}
 	}()
 	_, _ = script("down") // what a killed earlier run left
-	c := &Cluster{Dir: dir, RunDir: run, Kubeconfig: filepath.Join(dir, "cluster", "admin.kubeconfig"), unlock: unlock}
+	c := &Cluster{Dir: dir, RunDir: run, Netns: filepath.Base(run), Kubeconfig: filepath.Join(run, "host.kubeconfig"), unlock: unlock}
 	begin := time.Now()
 	if out, err := script("up"); err != nil || bytes.Contains(out, []byte("TIMEOUT")) {
+		logs := c.logTails(15)
 		down, _ := script("down")
-		return nil, "", fmt.Errorf("up (%v): %v\n%s\n%s", time.Since(begin).Round(time.Millisecond), err, tail(out), tail(down))
+		return nil, "", fmt.Errorf("up (%v): %v\n%s\n%s\n%s", time.Since(begin).Round(time.Millisecond), err, tail(out), logs, tail(down))
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
+	if err := c.connect(); err != nil {
 		_, _ = script("down")
 		return nil, "", err
 	}
-	c.cfg, c.UpTime = cfg, time.Since(begin)
+	c.UpTime = time.Since(begin)
 	c.watchdog = watchdog(lock)
 	ok = true
 	return c, "", nil
+}
+
+// connect forwards a host port to the API server in the namespace and writes the host's
+// kubeconfig: the cluster's admin kubeconfig with that port.
+func (c *Cluster) connect() error {
+	admin := filepath.Join(c.Dir, "cluster", "admin.kubeconfig")
+	kc, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		return err
+	}
+	fwd, err := forward(filepath.Join("/run/netns", c.Netns), "127.0.0.1:16443")
+	if err != nil {
+		return fmt.Errorf("forward to the API server: %w", err)
+	}
+	for _, cl := range kc.Clusters {
+		cl.Server = "https://" + fwd.addr()
+	}
+	if err := clientcmd.WriteToFile(*kc, c.Kubeconfig); err != nil {
+		fwd.close()
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		fwd.close()
+		return err
+	}
+	c.cfg, c.fwd = cfg, fwd
+	return nil
 }
 
 // watchdog tears the cluster down when this process ends without Stop (a panic, a kill): a
@@ -193,13 +246,18 @@ func dirs() (dir, run string) {
 	return dir, run
 }
 
+// built: the version stamp prepare writes after a build, the four binaries, the kubeconfigs.
 func built(dir string) bool {
-	out, err := exec.Command(filepath.Join(dir, "bin", "kubelet"), "--version").Output()
-	if err != nil || strings.TrimSpace(string(out)) != "Kubernetes "+Version {
+	v, err := os.ReadFile(filepath.Join(dir, "bin", ".version"))
+	if err != nil || strings.TrimSpace(string(v)) != Version {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(dir, "cluster", "admin.kubeconfig"))
-	return err == nil
+	for _, f := range []string{"bin/kube-apiserver", "bin/kube-controller-manager", "bin/kube-scheduler", "bin/kubelet", "cluster/admin.kubeconfig"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func scriptPath() string {
