@@ -1,9 +1,10 @@
 // Command cline-mcp-k8s-helper is the static helper of cline-mcp's Kubernetes executor
-// (sandbox/kubernetes), in the run's image. A run's pod uses it three ways:
+// (sandbox/kubernetes), in the run's image. A run's pod uses it four ways:
 //
 //	untar DIR        (init containers) unpack the tar on stdin into DIR, an emptyDir of the pod
-//	wait             (the native sidecar) keep the pod's emptyDirs reachable until SIGTERM, for
-//	tar PATH         (exec into the sidecar) a tar of PATH on stdout: "./" entries for a
+//	wait             (the keeper container) keep the pod's emptyDirs reachable until SIGTERM, for
+//	                 the copy back after the main container ended
+//	tar PATH         (exec into the keeper) a tar of PATH on stdout: "./" entries for a
 //	                 directory, one entry for a file, nothing when it is gone
 //	run -- PROG ARGS (the main container) run PROG with stdout and stderr framed on stdout
 //	                 like Docker's multiplexed stream (the logs API merges the two), turn the

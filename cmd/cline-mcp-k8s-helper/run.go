@@ -59,6 +59,7 @@ func run(prog []string) int {
 		}
 	}()
 	err := cmd.Wait()
+	signal.Stop(sigs)
 	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
 		return 128 + int(st.Signal())
 	}

@@ -11,8 +11,8 @@ import (
 
 // Discover finds the cluster like kubectl: the kubeconfig (kubeconfig, else $KUBECONFIG, else
 // ~/.kube/config) and its context (context, else the current one), else the pod's in-cluster
-// service account. It returns the client configuration, the namespace that source names ("" for
-// none) and, in words, where it came from.
+// service account. It returns the client configuration, the namespace that source names
+// ("default" when a context names none) and, in words, where it came from.
 func Discover(kubeconfig, context string) (*rest.Config, string, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {

@@ -1,7 +1,7 @@
 // Package kubernetes is the Kubernetes executor (docs/kubernetes.md): one pod per run, always in
 // copy mode. Each directory Mount becomes an emptyDir at its Target, filled by an init container
-// (cline-mcp-k8s-helper untar, the tar sent through pods/attach) and read back from a native
-// sidecar (pods/exec of cline-mcp-k8s-helper tar) through the same hostile-archive checks as
+// (cline-mcp-k8s-helper untar, the tar sent through pods/attach) and read back from the keeper
+// container (pods/exec of cline-mcp-k8s-helper tar) through the same hostile-archive checks as
 // Docker's copy back (sandbox/archive). The main container runs the CLI under the helper's
 // wrapper, which frames stdout and stderr on the one stream the logs API gives; the exit comes
 // from the pod's status. Pods are hardened (non-root unless uid 0, read-only root, no privilege

@@ -18,7 +18,7 @@ import (
 // Container names of a run's pod.
 const (
 	mainName   = "cline"
-	keeperName = "keeper" // the native sidecar that answers the copy back
+	keeperName = "keeper" // holds the emptyDirs after the run and answers the copy back
 )
 
 func fillName(i int) string { return "fill-" + strconv.Itoa(i) }

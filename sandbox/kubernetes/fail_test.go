@@ -1,0 +1,107 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// forbid makes the fake API server refuse verb on resource with a 403, as RBAC would.
+func forbid(cs *fake.Clientset, verb, resource string) {
+	cs.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "", errors.New("RBAC: access denied"))
+	})
+}
+
+// TestForbiddenIsALaunchError: a 403 is a LaunchError whose Op names the verb and resource the
+// account lacks and whose hint points at the Role; whatever was created before is deleted.
+func TestForbiddenIsALaunchError(t *testing.T) {
+	for _, tt := range []struct{ verb, resource, op string }{
+		{"create", "pods", "create pods"},
+		{"create", "networkpolicies", "create networkpolicies"},
+		{"get", "pods", "get pods"},
+	} {
+		t.Run(tt.op, func(t *testing.T) {
+			e := testExecutor(t)
+			cs := e.cs.(*fake.Clientset)
+			forbid(cs, tt.verb, tt.resource)
+			_, err := e.Run(t.Context(), sandbox.Spec{Path: "/usr/local/bin/cline"})
+			var le *sandbox.LaunchError
+			if !errors.As(err, &le) || le.Op != tt.op || !strings.Contains(le.Hint, "namespace ns") {
+				t.Fatalf("got %v, want a LaunchError for %s", err, tt.op)
+			}
+			if tt.op == "get pods" {
+				return // the fake cannot tell that the pod is gone without get
+			}
+			if pods, _ := cs.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
+				t.Errorf("a pod was left behind: %s", pods.Items[0].Name)
+			}
+		})
+	}
+}
+
+// TestCannotStart: a pod whose image cannot be pulled is a LaunchError with Missing (the bridge
+// treats it like a missing CLI), a container the runtime cannot create a LaunchError without,
+// and a pod that is only slow is no error.
+func TestCannotStart(t *testing.T) {
+	waiting := func(reason string) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: mainName,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "m"}}}}}}
+	}
+	for _, tt := range []struct {
+		reason        string
+		launch, missg bool
+	}{
+		{"ErrImagePull", true, true},
+		{"ImagePullBackOff", true, true},
+		{"ErrImageNeverPull", true, true},
+		{"CreateContainerError", true, false},
+		{"ContainerCreating", false, false},
+		{"PodInitializing", false, false},
+	} {
+		err := cannotStart(waiting(tt.reason), "img:1")
+		var le *sandbox.LaunchError
+		if got := errors.As(err, &le); got != tt.launch || (got && le.Missing != tt.missg) {
+			t.Errorf("%s: got %v, want launch error %v (missing %v)", tt.reason, err, tt.launch, tt.missg)
+		}
+	}
+}
+
+// TestRunReportsMissingImage: Run on a pod whose image cannot be pulled returns the LaunchError
+// and deletes the pod.
+func TestRunReportsMissingImage(t *testing.T) {
+	e := testExecutor(t)
+	cs := e.cs.(*fake.Clientset)
+	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, err := cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", a.(k8stesting.GetAction).GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		p := obj.(*corev1.Pod).DeepCopy()
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: mainName,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
+		return true, p, nil
+	})
+	_, err := e.Run(t.Context(), sandbox.Spec{Path: "/usr/local/bin/cline"})
+	var le *sandbox.LaunchError
+	if !errors.As(err, &le) || !le.Missing || !strings.Contains(err.Error(), "img:1") {
+		t.Fatalf("got %v, want a LaunchError naming the image", err)
+	}
+	if pods, _ := cs.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
+		t.Errorf("the pod was left behind")
+	}
+	if pols, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{}); len(pols.Items) != 0 {
+		t.Errorf("the policy was left behind")
+	}
+}
