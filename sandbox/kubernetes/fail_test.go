@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,6 +101,51 @@ func TestRunReportsMissingImage(t *testing.T) {
 	}
 	if pods, _ := cs.CoreV1().Pods("ns").List(context.Background(), metav1.ListOptions{}); len(pods.Items) != 0 {
 		t.Errorf("the pod was left behind")
+	}
+	if pols, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{}); len(pols.Items) != 0 {
+		t.Errorf("the policy was left behind")
+	}
+}
+
+// TestPolicyOutlivesPod: while a deleted pod is still terminating (running out its stop grace),
+// its deny-all policy stays; the policy goes once the pod is gone, and the pod is not deleted in
+// the foreground (where the garbage collector removes dependents first).
+func TestPolicyOutlivesPod(t *testing.T) {
+	e := testExecutor(t)
+	cs := e.cs.(*fake.Clientset)
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	terminating := 0
+	var violations []string
+	cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if pp := a.(k8stesting.DeleteAction).GetDeleteOptions().PropagationPolicy; pp != nil && *pp == metav1.DeletePropagationForeground {
+			violations = append(violations, "a foreground deletion")
+		}
+		terminating = 3 // the kubelet takes three polls to stop the containers
+		return false, nil, nil
+	})
+	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		name := a.(k8stesting.GetAction).GetName()
+		if terminating > 0 {
+			terminating--
+			if _, err := cs.Tracker().Get(networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), "ns", name); err != nil {
+				violations = append(violations, "no policy while the pod terminates")
+			}
+			return true, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}, nil
+		}
+		obj, err := cs.Tracker().Get(pods, "ns", name)
+		if err != nil {
+			return true, nil, err
+		}
+		p := obj.(*corev1.Pod).DeepCopy()
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: mainName,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull"}}}}
+		return true, p, nil
+	})
+	if _, err := e.Run(t.Context(), sandbox.Spec{Path: "/usr/local/bin/cline"}); err == nil {
+		t.Fatal("got no error, want the image pull's")
+	}
+	if len(violations) > 0 || terminating != 0 {
+		t.Errorf("got %v (%d polls left), want the policy kept until the pod was gone", violations, terminating)
 	}
 	if pols, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{}); len(pols.Items) != 0 {
 		t.Errorf("the policy was left behind")

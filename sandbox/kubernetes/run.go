@@ -182,14 +182,15 @@ func terminated(p *corev1.Pod, name string) *corev1.ContainerStateTerminated {
 	return nil
 }
 
-// remove deletes the pod (its NetworkPolicy follows by owner) on a context that survives the
-// call; "not found" counts as done.
+// remove deletes the pod on a context that survives the call, waits until it is gone and only
+// then deletes its NetworkPolicy; "not found" counts as done. The deletion is in the background
+// (the default), not in the foreground: a foreground deletion has the garbage collector remove
+// the policy first, which would open the network of a pod still running out its stop grace.
 func (e *Executor) remove(ctx context.Context, name string, grace time.Duration) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+cleanupTimeout)
 	defer cancel()
 	secs := int64(grace.Round(time.Second).Seconds())
-	fg := metav1.DeletePropagationForeground
-	err := e.cs.CoreV1().Pods(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{GracePeriodSeconds: &secs, PropagationPolicy: &fg})
+	err := e.cs.CoreV1().Pods(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{GracePeriodSeconds: &secs})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return
 	}
@@ -202,7 +203,10 @@ func (e *Executor) remove(ctx context.Context, name string, grace time.Duration)
 		}
 		_, err = e.cs.CoreV1().Pods(e.cfg.Namespace).Get(rctx, name, metav1.GetOptions{})
 	}
-	// The policy normally goes with its owner; delete it too where no garbage collector runs.
+	if !apierrors.IsNotFound(err) {
+		return // the pod may still run: its policy stays, and the garbage collector removes it later
+	}
+	// The garbage collector would remove the policy after its owner; not every cluster runs one.
 	_ = e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{})
 }
 
