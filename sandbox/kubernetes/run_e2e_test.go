@@ -33,7 +33,7 @@ var importOnce sync.Once
 
 // clusterExecutor is an executor on the test cluster, in a namespace of the test's own, with
 // the fake CLI's image imported into the node.
-func clusterExecutor(t *testing.T) *Executor {
+func clusterExecutor(t testing.TB) *Executor {
 	t.Helper()
 	c := testcluster.Start(t)
 	importOnce.Do(func() {
