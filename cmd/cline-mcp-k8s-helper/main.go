@@ -1,7 +1,8 @@
 // Command cline-mcp-k8s-helper is the static helper of cline-mcp's Kubernetes executor
 // (sandbox/kubernetes), in the run's image. A run's pod uses it four ways:
 //
-//	untar DIR        (init containers) unpack the tar on stdin into DIR, an emptyDir of the pod
+//	untar DIR...     (the init container) unpack the archives on stdin, one after the other,
+//	                 into the DIRs, emptyDirs of the pod
 //	wait             (the keeper container) keep the pod's emptyDirs reachable until SIGTERM, for
 //	                 the copy back after the main container ended
 //	tar PATH         (exec into the keeper) a tar of PATH on stdout: "./" entries for a
@@ -21,17 +22,23 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR | wait | tar PATH | run -- PROG ARGS")
+		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR... | wait | tar PATH | run -- PROG ARGS")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "untar":
-		if len(os.Args) != 3 {
-			err = fmt.Errorf("untar: want DIR")
+		if len(os.Args) < 3 {
+			err = fmt.Errorf("untar: want DIR...")
 			break
 		}
-		err = untar(tar.NewReader(os.Stdin), os.Args[2])
+		// A tar reader stops right after an archive's end blocks: the next archive follows.
+		for _, dir := range os.Args[2:] {
+			if err = untar(tar.NewReader(os.Stdin), dir); err != nil {
+				err = fmt.Errorf("untar %s: %w", dir, err)
+				break
+			}
+		}
 	case "tar":
 		if len(os.Args) != 3 {
 			err = fmt.Errorf("tar: want PATH")

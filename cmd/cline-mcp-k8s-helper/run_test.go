@@ -1,7 +1,9 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -153,5 +156,44 @@ func TestRunTurnsSIGTERMIntoSIGINT(t *testing.T) {
 	}
 	if code := exitCode(t, cmd); code != 130 {
 		t.Errorf("got exit %d, want 130", code)
+	}
+}
+
+// TestUntarSeveral: `untar A B` unpacks two archives sent one after the other on stdin, each
+// into its directory (the fill container gets every mount on one stream).
+func TestUntarSeveral(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	var in bytes.Buffer
+	for _, name := range []string{"a.txt", "b.txt"} {
+		tw := tar.NewWriter(&in)
+		if err := tw.WriteHeader(&tar.Header{Name: "./", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: "./" + name, Typeflag: tar.TypeReg, Mode: 0o644, Size: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte("hi")); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "untar", a, b)
+	cmd.Env, cmd.Stdin = append(os.Environ(), asHelper+"=1"), &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("untar: %v\n%s", err, out)
+	}
+	for _, p := range []string{filepath.Join(a, "a.txt"), filepath.Join(b, "b.txt")} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != "hi" {
+			t.Errorf("%s: got %q, %v; want hi", p, got, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(a, "b.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the second archive went into the first directory: %v", err)
 	}
 }

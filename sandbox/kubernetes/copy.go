@@ -61,43 +61,57 @@ func (e *Executor) planCopies(ms []sandbox.Mount) ([]*copied, error) {
 	return out, nil
 }
 
-// fill sends each mount's tree to its init container's stdin (pods/attach) once it runs.
+// fill sends the mounts' trees, one archive after the other in podFor's order, to the fill
+// container's stdin (pods/attach) once it runs.
 func (e *Executor) fill(ctx context.Context, pod string, cs []*copied) error {
-	// one init container per mount, in order (podFor)
-	for i, c := range cs {
-		name := fillName(i)
-		if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return initRunning(p, name) }); err != nil {
-			return err
-		}
+	if len(cs) == 0 {
+		return nil
+	}
+	if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return initRunning(p, fillName) }); err != nil {
+		return err
+	}
+	for _, c := range cs {
 		if !c.m.ReadOnly && c.m.Return.Tree {
 			c.man = archive.Manifest{}
 		}
-		pr, pw := io.Pipe()
-		go func() {
-			tw := tar.NewWriter(pw)
-			var noRecord archive.SkipFunc
-			if c.man != nil {
-				noRecord = archive.HasGitPart
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		var err error
+		for _, c := range cs {
+			if err = writeMount(pw, c); err != nil {
+				break
 			}
-			var err error
-			if c.file {
-				err = archive.WriteFile(tw, path.Base(c.m.Target), c.m.Source, archive.Owner{}, true)
-			} else {
-				err = archive.WriteTree(tw, c.m.Source, archive.Owner{}, archive.Under(c.nested), noRecord, c.man)
-			}
-			if err == nil {
-				err = tw.Close()
-			}
-			pw.CloseWithError(err)
-		}()
-		var stderr bytes.Buffer
-		opts := &corev1.PodAttachOptions{Container: name, Stdin: true, Stderr: true}
-		if err := e.stream(ctx, pod, "attach", opts, remotecommand.StreamOptions{Stdin: pr, Stderr: &stderr}); err != nil {
-			pr.CloseWithError(err)
-			return e.apiError("create pods/attach", fmt.Errorf("fill %s: %w %s", c.m.Target, err, stderr.String()))
 		}
+		pw.CloseWithError(err)
+	}()
+	var stderr bytes.Buffer
+	opts := &corev1.PodAttachOptions{Container: fillName, Stdin: true, Stderr: true}
+	if err := e.stream(ctx, pod, "attach", opts, remotecommand.StreamOptions{Stdin: pr, Stderr: &stderr}); err != nil {
+		pr.CloseWithError(err)
+		return e.apiError("create pods/attach", fmt.Errorf("fill: %w %s", err, stderr.String()))
 	}
 	return nil
+}
+
+// writeMount writes one mount's archive (a tree, or its one file) to w, recording a writable
+// tree's manifest for the copy back.
+func writeMount(w io.Writer, c *copied) error {
+	tw := tar.NewWriter(w)
+	var noRecord archive.SkipFunc
+	if c.man != nil {
+		noRecord = archive.HasGitPart
+	}
+	var err error
+	if c.file {
+		err = archive.WriteFile(tw, path.Base(c.m.Target), c.m.Source, archive.Owner{}, true)
+	} else {
+		err = archive.WriteTree(tw, c.m.Source, archive.Owner{}, archive.Under(c.nested), noRecord, c.man)
+	}
+	if err != nil {
+		return fmt.Errorf("copy %s in: %w", c.m.Source, err)
+	}
+	return tw.Close()
 }
 
 func initRunning(p *corev1.Pod, name string) bool {

@@ -17,15 +17,15 @@ import (
 
 // Container names of a run's pod.
 const (
+	fillName   = "fill" // the init container that unpacks every mount's archive
 	mainName   = "cline"
 	keeperName = "keeper" // holds the emptyDirs after the run and answers the copy back
 )
 
-func fillName(i int) string { return "fill-" + strconv.Itoa(i) }
-
-// podFor is the pod of one run: an init container per mount to fill its emptyDir, then the main
-// container with the run's command under the helper's wrapper and the keeper, which holds the
-// emptyDirs for the copy back until the pod is deleted.
+// podFor is the pod of one run: one init container that fills the mounts' emptyDirs, then the
+// main container with the run's command under the helper's wrapper and the keeper, which holds
+// the emptyDirs for the copy back until the pod is deleted. One fill container, not one per
+// mount: the kubelet starts each init container about a second after the previous one ended.
 func (e *Executor) podFor(spec sandbox.Spec, cs []*copied, runID string, deadline time.Duration) (*corev1.Pod, error) {
 	uid, gid, err := e.user(spec.User)
 	if err != nil {
@@ -53,12 +53,16 @@ func (e *Executor) podFor(spec sandbox.Spec, cs []*copied, runID string, deadlin
 		mainMounts = append(mainMounts, corev1.VolumeMount{Name: name, MountPath: t.Target})
 	}
 	var inits []corev1.Container
-	for i, cp := range cs {
-		dest := cp.m.Target
-		if cp.file {
-			dest = fileStage(i)
+	if len(cs) > 0 {
+		cmd := []string{e.cfg.Helper, "untar"}
+		for i, cp := range cs {
+			dest := cp.m.Target
+			if cp.file {
+				dest = fileStage(i)
+			}
+			cmd = append(cmd, dest)
 		}
-		c := e.container(fillName(i), []string{e.cfg.Helper, "untar", dest}, nil)
+		c := e.container(fillName, cmd, nil)
 		c.VolumeMounts, c.Stdin, c.StdinOnce = all, true, true
 		inits = append(inits, c)
 	}

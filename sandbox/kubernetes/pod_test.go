@@ -38,8 +38,8 @@ func TestPodHardening(t *testing.T) {
 		t.Errorf("pod spec not hardened: %+v", ps)
 	}
 	all := append(append([]corev1.Container(nil), ps.InitContainers...), ps.Containers...)
-	if len(all) != 4 {
-		t.Fatalf("containers: %d, want 2 fills, the main one and the keeper", len(all))
+	if len(all) != 3 {
+		t.Fatalf("containers: %d, want the fill, the main one and the keeper", len(all))
 	}
 	for _, c := range all {
 		sc := c.SecurityContext
@@ -60,8 +60,8 @@ func TestPodHardening(t *testing.T) {
 	if v := ps.Volumes[2].EmptyDir; v.Medium != corev1.StorageMediumMemory || v.SizeLimit.String() != "64Mi" {
 		t.Errorf("tmpfs volume %+v", v)
 	}
-	if ps.Containers[1].Name != keeperName || len(ps.InitContainers) != 2 {
-		t.Error("the keeper is not the second container")
+	if ps.Containers[1].Name != keeperName || len(ps.InitContainers) != 1 {
+		t.Error("the keeper is not the second container, or there is more than one fill")
 	}
 	if pod.Labels[LabelRun] != "abc" || pod.Labels[LabelInstance] != instanceLabel("host-12-34") || pod.Annotations[AnnoInstance] != "host-12-34" || pod.Labels["cline-mcp.tool"] != "ask_cline" {
 		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)
@@ -175,7 +175,7 @@ func TestFileMountBySubPath(t *testing.T) {
 	if vm.MountPath != "/w/.git" || vm.SubPath != ".git" || !vm.ReadOnly {
 		t.Errorf("main's file mount %+v", vm)
 	}
-	if got := strings.Join(pod.Spec.InitContainers[1].Command, " "); got != DefaultHelper+" untar "+fileStage(1) {
-		t.Errorf("the file's fill: %q", got)
+	if got := strings.Join(pod.Spec.InitContainers[0].Command, " "); got != DefaultHelper+" untar /w "+fileStage(1) {
+		t.Errorf("the fill: got %q, want the tree's target, then the file's stage", got)
 	}
 }
