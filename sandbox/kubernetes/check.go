@@ -10,7 +10,7 @@ import (
 
 // needs are the permissions a run needs in its namespace: verb, resource, subresource.
 var needs = [][3]string{
-	{"create", "pods", ""}, {"get", "pods", ""}, {"list", "pods", ""}, {"delete", "pods", ""},
+	{"create", "pods", ""}, {"get", "pods", ""}, {"list", "pods", ""}, {"watch", "pods", ""}, {"delete", "pods", ""},
 	{"create", "pods", "attach"}, {"create", "pods", "exec"}, {"get", "pods", "log"},
 	{"create", "networkpolicies", ""}, {"delete", "networkpolicies", ""},
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -149,5 +150,45 @@ func TestPolicyOutlivesPod(t *testing.T) {
 	}
 	if pols, _ := cs.NetworkingV1().NetworkPolicies("ns").List(context.Background(), metav1.ListOptions{}); len(pols.Items) != 0 {
 		t.Errorf("the policy was left behind")
+	}
+}
+
+// TestRunFollowsThePodByWatch: Run learns that the main container started and then ended from
+// the pod's watch events (not by polling), and the exit is the container's.
+func TestRunFollowsThePodByWatch(t *testing.T) {
+	e := testExecutor(t)
+	cs := e.cs.(*fake.Clientset)
+	gets := 0
+	cs.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		gets++
+		return false, nil, nil
+	})
+	pods := cs.CoreV1().Pods("ns")
+	go func() {
+		w, err := pods.Watch(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer w.Stop()
+		ev := <-w.ResultChan() // the run's pod, created
+		p := ev.Object.(*corev1.Pod).DeepCopy()
+		for _, st := range []corev1.ContainerState{
+			{Running: &corev1.ContainerStateRunning{}},
+			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}},
+		} {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: mainName, State: st}}
+			if p, err = pods.UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	x, err := e.Run(t.Context(), sandbox.Spec{Path: "/usr/local/bin/cline", SettleGrace: time.Millisecond})
+	if err != nil || x.Code != 3 {
+		t.Fatalf("got %+v, %v; want exit 3", x, err)
+	}
+	if gets > 4 {
+		t.Errorf("got %d gets of the pod, want it watched", gets)
 	}
 }

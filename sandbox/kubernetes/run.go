@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -118,31 +120,79 @@ func exitOf(t *corev1.ContainerStateTerminated) sandbox.Exit {
 	return sandbox.ExitFromStatus(int(t.ExitCode), t.Reason == "OOMKilled")
 }
 
-// waitFor polls the pod until ok says so; a container that cannot start (its image cannot be
-// pulled, its command not run) is a LaunchError, a pod that ended otherwise an error.
+// waitFor watches the pod until ok says so; a container that cannot start (its image cannot be
+// pulled, its command not run) is a LaunchError, a pod that ended otherwise an error. It watches
+// rather than polls: a run lasts minutes, and polling each run's pod several times a second would
+// load the API server and use up the client's rate limit (5 requests a second by default), which
+// every request of every run shares.
 func (e *Executor) waitFor(ctx context.Context, name string, ok func(*corev1.Pod) bool) (*corev1.Pod, error) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
+	pods := e.cs.CoreV1().Pods(e.cfg.Namespace)
 	for {
-		p, err := e.cs.CoreV1().Pods(e.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, e.apiError("get pods", err)
 		}
-		if ok(p) {
-			return p, nil
+		if done, err := e.judge(p, ok); done {
+			return p, err
 		}
-		if err := cannotStart(p, e.cfg.Image); err != nil {
-			return nil, err
+		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: p.ResourceVersion})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, e.apiError("watch pods", err)
 		}
-		if p.Status.Phase == corev1.PodFailed && terminated(p, mainName) == nil {
-			return nil, fmt.Errorf("kubernetes executor: pod %s failed before the run ended: %s %s", name, p.Status.Reason, p.Status.Message)
+		p, done, err := e.watchUntil(ctx, w, name, ok)
+		w.Stop()
+		if done {
+			return p, err
 		}
+		// The server ended the watch (they time out) or sent an error: look again, not in a spin.
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-tick.C:
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// watchUntil reads w until judge decides; done is false when the watch ended first.
+func (e *Executor) watchUntil(ctx context.Context, w watch.Interface, name string, ok func(*corev1.Pod) bool) (*corev1.Pod, bool, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, true, ctx.Err()
+		case ev, open := <-w.ResultChan():
+			if !open || ev.Type == watch.Error {
+				return nil, false, nil
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || p.Name != name {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				return nil, true, fmt.Errorf("kubernetes executor: pod %s was deleted before the run ended", name)
+			}
+			if done, err := e.judge(p, ok); done {
+				return p, true, err
+			}
+		}
+	}
+}
+
+// judge says whether waiting for p is over: ok, or an error when it never will be.
+func (e *Executor) judge(p *corev1.Pod, ok func(*corev1.Pod) bool) (bool, error) {
+	if ok(p) {
+		return true, nil
+	}
+	if err := cannotStart(p, e.cfg.Image); err != nil {
+		return true, err
+	}
+	if p.Status.Phase == corev1.PodFailed && terminated(p, mainName) == nil {
+		return true, fmt.Errorf("kubernetes executor: pod %s failed before the run ended: %s %s", p.Name, p.Status.Reason, p.Status.Message)
+	}
+	return false, nil
 }
 
 // cannotStart reports a container of p waiting for a reason that will not pass by itself.
