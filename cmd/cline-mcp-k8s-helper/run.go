@@ -32,6 +32,14 @@ func (f framer) Write(p []byte) (int, error) {
 	return f.w.Write(p)
 }
 
+// startFailed begins the termination message (and the stderr line) of a run whose program could
+// not be started; sandbox/kubernetes (helperStartFailed) knows it by this text.
+const startFailed = "cline-mcp-k8s-helper run: cannot start:"
+
+// terminationLog is the container's terminationMessagePath (the Kubernetes default): a file the
+// kubelet mounts writable also on a read-only root, and reports in the container's status.
+const terminationLog = "/dev/termination-log"
+
 // run starts prog with framed output, passes signals on (the first SIGTERM as SIGINT: the real
 // CLI ends a turn cleanly on SIGINT and ignores SIGTERM mid-call) and returns its exit status.
 func run(prog []string) int {
@@ -43,7 +51,14 @@ func run(prog []string) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "cline-mcp-k8s-helper run:", err)
+		// On stderr it would land unframed in the log the executor reads. The termination
+		// message tells the executor that the program never started (its own 127 would not).
+		msg := fmt.Sprintf("%s %v", startFailed, err)
+		fmt.Fprintln(cmd.Stderr, msg)
+		if f, err := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0); err == nil { // the kubelet's, never a new file
+			_, _ = f.WriteString(msg)
+			_ = f.Close()
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return 127
 		}

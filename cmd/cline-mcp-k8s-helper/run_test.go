@@ -136,7 +136,9 @@ func TestRunFramesAndExits(t *testing.T) {
 		t.Errorf("got exit %d, want 7", code)
 	}
 	cmd, r = helperRun(t, "/no/such/program")
-	collect(t, r, "")
+	if _, errs := collect(t, r, ""); !strings.Contains(errs, "/no/such/program") {
+		t.Errorf("got stderr %q, want the helper's message, framed", errs)
+	}
 	if code := exitCode(t, cmd); code != 127 {
 		t.Errorf("a missing program: got exit %d, want 127", code)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -154,41 +155,72 @@ func TestPolicyOutlivesPod(t *testing.T) {
 }
 
 // TestRunFollowsThePodByWatch: Run learns that the main container started and then ended from
-// the pod's watch events (not by polling), and the exit is the container's.
+// the pod's watch events (not by polling), and the exit is the container's; an OOM kill adds a
+// line saying so to stderr, and a log that is not the wrapper's stream (the fake's) a line saying
+// output was lost. A 127 is the CLI's own unless the helper's termination message says it could
+// not start the CLI: then it is a LaunchError (Missing), as Docker's check of the path.
 func TestRunFollowsThePodByWatch(t *testing.T) {
-	e := testExecutor(t)
-	cs := e.cs.(*fake.Clientset)
-	gets := 0
-	cs.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		gets++
-		return false, nil, nil
-	})
-	pods := cs.CoreV1().Pods("ns")
-	go func() {
-		w, err := pods.Watch(context.Background(), metav1.ListOptions{})
-		if err != nil {
+	for _, tt := range []struct {
+		name   string
+		term   corev1.ContainerStateTerminated
+		code   int
+		oom    bool
+		stderr []string
+	}{
+		{"exit 3", corev1.ContainerStateTerminated{ExitCode: 3}, 3, false, []string{"output is lost"}},
+		{"OOM", corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}, 137, true, []string{"output is lost", "memory limit (2Gi)"}},
+		{"the CLI's own 127", corev1.ContainerStateTerminated{ExitCode: 127}, 127, false, nil},
+		{"no CLI in the image", corev1.ContainerStateTerminated{ExitCode: 127, Message: helperStartFailed + " fork/exec /usr/local/bin/cline: no such file or directory"}, -1, false, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := testExecutor(t)
+			cs := e.cs.(*fake.Clientset)
+			gets := 0
+			cs.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				gets++
+				return false, nil, nil
+			})
+			go endRun(t, cs.CoreV1().Pods("ns"), tt.term)
+			var stderr strings.Builder
+			x, err := e.Run(t.Context(), sandbox.Spec{Path: "/usr/local/bin/cline", SettleGrace: time.Millisecond, Stderr: &stderr})
+			if tt.code == -1 {
+				var le *sandbox.LaunchError
+				if !errors.As(err, &le) || !le.Missing || !strings.Contains(err.Error(), "/usr/local/bin/cline") {
+					t.Errorf("got %v, want a LaunchError naming the missing CLI", err)
+				}
+				return
+			}
+			if err != nil || x.Code != tt.code || x.OOMKilled != tt.oom {
+				t.Fatalf("got %+v, %v; want exit %d (OOM %v)", x, err, tt.code, tt.oom)
+			}
+			for _, want := range tt.stderr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr %q does not say %q", stderr.String(), want)
+				}
+			}
+			if gets > 4 {
+				t.Errorf("got %d gets of the pod, want it watched", gets)
+			}
+		})
+	}
+}
+
+// endRun plays the kubelet for the first pod created through pods: the main container runs,
+// then ends as term says.
+func endRun(t *testing.T, pods typedcorev1.PodInterface, term corev1.ContainerStateTerminated) {
+	w, err := pods.Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer w.Stop()
+	ev := <-w.ResultChan() // the run's pod, created
+	p := ev.Object.(*corev1.Pod).DeepCopy()
+	for _, st := range []corev1.ContainerState{{Running: &corev1.ContainerStateRunning{}}, {Terminated: &term}} {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: mainName, State: st}}
+		if p, err = pods.UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 			t.Error(err)
 			return
 		}
-		defer w.Stop()
-		ev := <-w.ResultChan() // the run's pod, created
-		p := ev.Object.(*corev1.Pod).DeepCopy()
-		for _, st := range []corev1.ContainerState{
-			{Running: &corev1.ContainerStateRunning{}},
-			{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}},
-		} {
-			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: mainName, State: st}}
-			if p, err = pods.UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	x, err := e.Run(t.Context(), sandbox.Spec{Path: "/usr/local/bin/cline", SettleGrace: time.Millisecond})
-	if err != nil || x.Code != 3 {
-		t.Fatalf("got %+v, %v; want exit 3", x, err)
-	}
-	if gets > 4 {
-		t.Errorf("got %d gets of the pod, want it watched", gets)
 	}
 }

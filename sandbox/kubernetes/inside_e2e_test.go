@@ -5,6 +5,7 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +145,20 @@ func TestCancelStopsTheCLIWithSIGINT(t *testing.T) {
 	}
 	if _, err := e.cs.CoreV1().Pods(e.cfg.Namespace).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the pod is still there: %v", err)
+	}
+}
+
+// TestMissingCLI: an image without the CLI at the spec's path is a LaunchError (Missing) naming
+// it, as Docker's check of the path before the start, and no pod stays.
+func TestMissingCLI(t *testing.T) {
+	e := clusterExecutor(t)
+	spec, _, _ := fakeSpec("/tmp", "hi")
+	spec.Mounts, spec.Dir, spec.Path = nil, "/tmp", "/usr/local/bin/no-cline"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, err := e.Run(ctx, spec)
+	var le *sandbox.LaunchError
+	if !errors.As(err, &le) || !le.Missing || !strings.Contains(err.Error(), "/usr/local/bin/no-cline") {
+		t.Errorf("got %v, want a LaunchError naming the missing CLI", err)
 	}
 }

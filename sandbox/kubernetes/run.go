@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,10 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
+
+// helperStartFailed begins the main container's termination message when cline-mcp-k8s-helper
+// could not start the program (its startFailed).
+const helperStartFailed = "cline-mcp-k8s-helper run: cannot start:"
 
 // cleanupTimeout bounds the deletion of a run's pod, on a context that outlives the call.
 const cleanupTimeout = 30 * time.Second
@@ -99,14 +104,39 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (s
 	if settle == 0 {
 		settle = sandbox.DefaultSettleGrace
 	}
-	x := exitOf(terminated(p, mainName))
+	t := terminated(p, mainName)
+	if t.ExitCode == 127 && strings.HasPrefix(t.Message, helperStartFailed) {
+		logs.Close()
+		<-done
+		return sandbox.Exit{}, &sandbox.LaunchError{Op: "pod start", Missing: true, Err: fmt.Errorf("image %s: %s", e.cfg.Image, t.Message),
+			Hint: "the image must hold the CLI at the path the server runs (--k8s-image)"}
+	}
+	x := exitOf(t)
+	var derr error
 	select {
-	case <-done:
+	case derr = <-done:
 	case <-time.After(settle + 5*time.Second):
 		x.StreamsCut = true
+		logs.Close()
+		<-done // nothing writes to the Spec's writers after Run returns
 	}
 	logs.Close()
+	if w := spec.Stderr; w != nil {
+		if derr != nil {
+			_, _ = fmt.Fprintf(w, "cline-mcp: the rest of the run's output is lost: %v\n", derr)
+		}
+		if x.OOMKilled {
+			_, _ = fmt.Fprintf(w, "cline-mcp: the pod exceeded its memory limit (%s) and was killed\n", or(e.cfg.Memory, "the namespace's default"))
+		}
+	}
 	return x, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func orDiscard(w io.Writer) io.Writer {
