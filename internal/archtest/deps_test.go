@@ -53,6 +53,8 @@ func TestImportArrows(t *testing.T) {
 				// the executor speaks the egress proxy's control protocol
 			case pkg == "sandbox/docker" && o == "sandbox/engine":
 				// the executor runs on the engine that sandbox/engine found and connected to
+			case pkg == "cmd/cline-mcp-k8s-helper" && !stdlib(imp):
+				t.Errorf("cmd/cline-mcp-k8s-helper imports %s: the in-pod helper is static and small, the standard library only", imp)
 			case pkg == "sandbox/kubernetes" && o == "sandbox/archive":
 				// copy in and out of pods goes through the same archive checks as Docker's copy mode
 			case strings.HasPrefix(imp, "k8s.io/") && pkg != "sandbox/kubernetes" && pkg != "internal/testcluster":
