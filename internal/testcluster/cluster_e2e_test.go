@@ -168,7 +168,12 @@ func rssMiB(c *Cluster) int {
 func leftovers(c *Cluster, pids []string) []string {
 	var left []string
 	for _, pid := range pids {
-		if _, err := os.Stat(filepath.Join("/proc", pid)); err == nil {
+		// A component killed by down may take a moment to be reaped by its new parent: a zombie
+		// holds nothing, and a live one has 5 s to go.
+		for i := 0; i < 50 && alive(pid); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if alive(pid) {
 			left = append(left, "component process "+pid)
 		}
 	}
@@ -196,4 +201,14 @@ func leftovers(c *Cluster, pids []string) []string {
 		}
 	}
 	return left
+}
+
+// alive reports a process that exists and is not a zombie.
+func alive(pid string) bool {
+	st, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
 }

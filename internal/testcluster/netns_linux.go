@@ -11,8 +11,11 @@ import (
 )
 
 // dialIn connects to addr inside the network namespace at nsPath. The socket is made on an OS
-// thread that entered the namespace; that thread is never unlocked, so the runtime discards it
-// with the goroutine and no other goroutine runs in the namespace.
+// thread that entered the namespace and then went back to the thread's own namespace before it
+// is unlocked. (A thread left locked is discarded with its goroutine — except the main thread,
+// which the runtime keeps: the test process would then be in the cluster's namespace, and
+// down.sh, which kills every process there, killed the test binary after its tests passed.) If
+// the way back fails, the thread stays locked and is discarded.
 func dialIn(nsPath, addr string) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
@@ -21,18 +24,30 @@ func dialIn(nsPath, addr string) (net.Conn, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread() // still home
+			ch <- result{nil, fmt.Errorf("open this thread's network namespace: %w", err)}
+			return
+		}
+		defer unix.Close(home)
 		fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{nil, fmt.Errorf("open %s: %w", nsPath, err)}
 			return
 		}
 		defer unix.Close(fd)
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			ch <- result{nil, fmt.Errorf("setns %s: %w", nsPath, err)}
 			return
 		}
 		c, err := net.Dial("tcp", addr)
 		ch <- result{c, err}
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
 	}()
 	r := <-ch
 	return r.c, r.err
