@@ -46,8 +46,10 @@ type Cluster struct {
 	unlock     func()
 }
 
+// shared is the test binary's cluster: started by the first Start, torn down by Stop (after
+// which a Start starts a new one). A skip or a failed start sticks for the whole binary.
 var shared struct {
-	once sync.Once
+	mu   sync.Mutex
 	c    *Cluster
 	skip string
 	err  error
@@ -58,26 +60,27 @@ var shared struct {
 // fails, the ends of the components' logs are logged.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
-	defer func() {
-		if c := shared.c; c != nil {
-			t.Cleanup(func() {
-				if t.Failed() {
-					t.Logf("test cluster logs (%s):\n%s", filepath.Join(c.Dir, "cluster", "logs"), c.logTails(15))
-				}
-			})
-		}
-	}()
-	shared.once.Do(func() { shared.c, shared.skip, shared.err = start() })
-	if shared.skip != "" {
+	shared.mu.Lock()
+	if shared.c == nil && shared.skip == "" && shared.err == nil {
+		shared.c, shared.skip, shared.err = start()
+	}
+	c, skip, err := shared.c, shared.skip, shared.err
+	shared.mu.Unlock()
+	if skip != "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Kubernetes test cluster is required under CI=true: %s", shared.skip)
+			t.Fatalf("the Kubernetes test cluster is required under CI=true: %s", skip)
 		}
-		t.Skipf("!!! SKIPPED: no Kubernetes test cluster: %s", shared.skip)
+		t.Skipf("!!! SKIPPED: no Kubernetes test cluster: %s", skip)
 	}
-	if shared.err != nil {
-		t.Fatalf("the Kubernetes test cluster did not start: %v", shared.err)
+	if err != nil {
+		t.Fatalf("the Kubernetes test cluster did not start: %v", err)
 	}
-	return shared.c
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("test cluster logs (%s):\n%s", filepath.Join(c.Dir, "cluster", "logs"), c.logTails(15))
+		}
+	})
+	return c
 }
 
 // Main runs the tests and then tears the cluster down (when one was started).
@@ -89,6 +92,8 @@ func Main(m *testing.M) {
 
 // Stop tears the cluster down; nothing of it keeps running. It is safe to call without a cluster.
 func Stop() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
 	c := shared.c
 	if c == nil {
 		return
