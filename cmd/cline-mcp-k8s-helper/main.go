@@ -11,6 +11,12 @@
 //	                 like Docker's multiplexed stream (the logs API merges the two), turn the
 //	                 first SIGTERM into SIGINT for PROG, and exit with its status
 //
+// and two ways in doctor's NetworkPolicy probe (sandbox/kubernetes ProbePolicy):
+//
+//	serve ADDR SECS  accept TCP connections on ADDR (closing each) for SECS seconds
+//	dial ADDR        after 3 s, try to connect to ADDR for 3 s: status 0 and "connected", or 3
+//	                 and "blocked: <error>", also as the termination message
+//
 // It uses only the standard library.
 package main
 
@@ -18,11 +24,13 @@ import (
 	"archive/tar"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR... | wait | tar PATH | run -- PROG ARGS")
+		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR... | wait | tar PATH | run -- PROG ARGS | serve ADDR SECS | dial ADDR")
 		os.Exit(2)
 	}
 	var err error
@@ -57,6 +65,19 @@ func main() {
 			break
 		}
 		os.Exit(run(args))
+	case "serve":
+		secs, perr := strconv.Atoi(arg(3))
+		if len(os.Args) != 4 || perr != nil || secs <= 0 {
+			err = fmt.Errorf("serve: want ADDR SECS")
+			break
+		}
+		err = serve(os.Args[2], time.Duration(secs)*time.Second)
+	case "dial":
+		if len(os.Args) != 3 {
+			err = fmt.Errorf("dial: want ADDR")
+			break
+		}
+		os.Exit(dial(os.Args[2]))
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -64,4 +85,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "cline-mcp-k8s-helper:", err)
 		os.Exit(1)
 	}
+}
+
+// arg is os.Args[i], or "" when there are fewer.
+func arg(i int) string {
+	if i < len(os.Args) {
+		return os.Args[i]
+	}
+	return ""
 }

@@ -93,14 +93,16 @@ func (e *Executor) podFor(spec sandbox.Spec, cs []*copied, runID string, deadlin
 			RestartPolicy: corev1.RestartPolicyNever, InitContainers: inits, Containers: []corev1.Container{main, keeper},
 			Volumes: vols, AutomountServiceAccountToken: &no, EnableServiceLinks: &no,
 			TerminationGracePeriodSeconds: &grace, ActiveDeadlineSeconds: &active,
-			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
-				RunAsNonRoot: boolPtr(uid != 0), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			SecurityContext: podSecurity(uid, gid), RuntimeClassName: runtimeClass(e.cfg.RuntimeClass),
 		},
 	}
-	if e.cfg.RuntimeClass != "" {
-		pod.Spec.RuntimeClassName = &e.cfg.RuntimeClass
-	}
 	return pod, nil
+}
+
+// podSecurity is the pod-level security context of every pod the executor makes.
+func podSecurity(uid, gid int64) *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid,
+		RunAsNonRoot: boolPtr(uid != 0), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
 }
 
 func boolPtr(b bool) *bool { return &b }
