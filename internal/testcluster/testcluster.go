@@ -39,11 +39,19 @@ type Cluster struct {
 	RunDir     string        // sockets and runtime state
 	Netns      string        // the network namespace the cluster runs in (ip netns)
 	Kubeconfig string        // an admin kubeconfig for this host (the forwarded port); gone after Stop
-	UpTime     time.Duration // from starting etcd to a Ready node with its default service account
-	cfg        *rest.Config
-	fwd        *forwarder
-	watchdog   *exec.Cmd
-	unlock     func()
+	UpTime     time.Duration // from starting etcd to a Ready node with its default service account (and kube-router synced)
+	// EnforcesNetworkPolicy: kube-router's network-policy controller runs in the cluster's namespace
+	// and had completed its first sync when Start returned, so NetworkPolicies (ingress and egress,
+	// podSelector, namespaceSelector, ipBlock, ports) are enforced on the pods' traffic, a moment
+	// after each change (about a second: see README). False when prepare did not build kube-router
+	// (a cache from before it): then policies are accepted by the API server but not enforced, as
+	// with the bare CNI bridge. A test of policy enforcement checks it (RequireNetworkPolicy).
+	EnforcesNetworkPolicy bool
+
+	cfg      *rest.Config
+	fwd      *forwarder
+	watchdog *exec.Cmd
+	unlock   func()
 }
 
 // shared is the test binary's cluster: started by the first Start, torn down by Stop (after
@@ -110,6 +118,20 @@ func Stop() {
 	shared.c = nil
 }
 
+// RequireNetworkPolicy skips the test (fails it under CI=true) unless the cluster enforces
+// NetworkPolicy (EnforcesNetworkPolicy).
+func (c *Cluster) RequireNetworkPolicy(t testing.TB) {
+	t.Helper()
+	if c.EnforcesNetworkPolicy {
+		return
+	}
+	msg := fmt.Sprintf("the test cluster does not enforce NetworkPolicy: kube-router is not built in %s: run `bash internal/testcluster/scripts/cluster.sh prepare` as root", filepath.Join(c.Dir, "bin"))
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip("!!! SKIPPED: " + msg)
+}
+
 // RESTConfig is the admin's client configuration.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.cfg) }
 
@@ -135,7 +157,7 @@ func (c *Cluster) ImportArchive(t testing.TB, tarPath string) {
 }
 
 // LogTail is the end of a component's log: etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler, containerd or kubelet.
+// kube-scheduler, containerd, kubelet or kube-router.
 func (c *Cluster) LogTail(component string, n int) string {
 	b, _ := os.ReadFile(filepath.Join(c.Dir, "cluster", "logs", component+".log"))
 	lines := strings.Split(string(b), "\n")
@@ -144,7 +166,7 @@ func (c *Cluster) LogTail(component string, n int) string {
 
 func (c *Cluster) logTails(n int) string {
 	var b strings.Builder
-	for _, comp := range []string{"kubelet", "containerd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd"} {
+	for _, comp := range []string{"kubelet", "containerd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "etcd", "kube-router"} {
 		fmt.Fprintf(&b, "--- %s\n%s\n", comp, c.LogTail(comp, n))
 	}
 	return b.String()
@@ -189,6 +211,8 @@ func start() (*Cluster, string, error) {
 		return nil, "", err
 	}
 	c.UpTime = time.Since(begin)
+	_, nperr := os.Stat(filepath.Join(run, "networkpolicy")) // written by up.sh once kube-router synced
+	c.EnforcesNetworkPolicy = nperr == nil
 	c.watchdog = watchdog(lock)
 	ok = true
 	return c, "", nil
