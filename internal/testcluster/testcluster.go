@@ -1,8 +1,8 @@
 // Package testcluster gives tests a real single-node Kubernetes cluster: etcd, kube-apiserver
 // (its own CA and service-account key), scheduler, controller-manager and a kubelet on a private
-// containerd with a CNI bridge, all in a network namespace of their own (loopback and the pod
-// bridge: nothing listens on the host's network, and pods have no route off the namespace). The
-// test binary reaches the API server through a loopback port it forwards into the namespace.
+// containerd with a CNI bridge, and kube-router's NetworkPolicy controller, all in a network
+// namespace of their own (loopback and the pod bridge: nothing listens on the host's network, and
+// pods have no route off the namespace). The test binary reaches the API server through a loopback port it forwards into the namespace.
 // It is built from the Go module proxy and Debian packages (scripts/cluster.sh prepare: cached
 // under the user's cache dir, keyed by version) and started once per test binary (Start); Main
 // tears it down, and a watchdog tears it down when the test binary dies without Main (a panic, a
@@ -42,10 +42,11 @@ type Cluster struct {
 	UpTime     time.Duration // from starting etcd to a Ready node with its default service account (and kube-router synced)
 	// EnforcesNetworkPolicy: kube-router's network-policy controller runs in the cluster's namespace
 	// and had completed its first sync when Start returned, so NetworkPolicies (ingress and egress,
-	// podSelector, namespaceSelector, ipBlock, ports) are enforced on the pods' traffic, a moment
-	// after each change (about a second: see README). False when prepare did not build kube-router
-	// (a cache from before it): then policies are accepted by the API server but not enforced, as
-	// with the bare CNI bridge. A test of policy enforcement checks it (RequireNetworkPolicy).
+	// podSelector, namespaceSelector, ipBlock, ports) are enforced on the pods' traffic, 0.1–0.3 s
+	// after each change. A new pod is covered only once kube-router sees its IP, so a dial at its
+	// very start may pass (README). False when prepare did not build kube-router (a cache from
+	// before it): then policies are accepted by the API server but not enforced, as with the bare
+	// CNI bridge. A test of policy enforcement checks it (RequireNetworkPolicy).
 	EnforcesNetworkPolicy bool
 
 	cfg      *rest.Config
