@@ -38,6 +38,7 @@ type world struct {
 	docker    bool   // the CLI runs in the real image (see docker_test.go)
 	relay     string // docker: the provider container the CLI's containers join
 	network   string // docker through the egress proxy: the test's internal network the relay is on
+	k8s       *k8sWorld
 }
 
 // providersJSON is a_text_pong/providers.before.json with the provider's address filled in.
@@ -68,6 +69,7 @@ type worldCfg struct {
 	providers func(baseURL string) map[string]any
 	docker    bool
 	egress    bool
+	k8s       bool
 	serial    bool
 }
 
@@ -101,7 +103,7 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.docker {
+	if cfg.docker || cfg.k8s {
 		needDocker(t)
 	} else {
 		needSuite(t)
@@ -117,7 +119,13 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 			t.Fatal(err)
 		}
 	}
-	if cfg.docker {
+	if cfg.k8s {
+		dir := filepath.Join(root, "provider")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		w.k8s, w.prov = startK8sWorld(t, dir, respond)
+	} else if cfg.docker {
 		dir := filepath.Join(root, "provider")
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -150,6 +158,11 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 				t.Errorf("containers of this test outlived the server: %v", left)
 			}
 		}
+		if w.k8s != nil {
+			if left := w.k8s.runPods(); len(left) > 0 {
+				t.Errorf("run pods of this test outlived the server: %v", left)
+			}
+		}
 	})
 	env := []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -160,6 +173,10 @@ func newWorld(t *testing.T, respond fakeprovider.Responder, opts ...worldOpt) *w
 	}
 	bin := suite.bins.ClineMCP
 	args := []string{"--cline", suite.cli, "--stop-grace", "500ms", "--log-level", "debug"}
+	if cfg.k8s {
+		args = append(args, w.k8s.args()...)
+		env = append(env, "CLINE_MCP_K8S_PULL=Never") // the images are imported on the node
+	}
 	if cfg.docker {
 		args = append(args, "--isolation", "docker", "--docker-image", dockerSuite.image)
 		if cfg.egress {

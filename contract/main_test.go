@@ -19,6 +19,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 	"github.com/cline-mcp/cline-mcp/internal/netns"
+	"github.com/cline-mcp/cline-mcp/internal/testcluster"
 )
 
 // clineVersion is the CLI release the recordings were made with and the suite pins.
@@ -134,7 +135,9 @@ func inner(m *testing.M) int {
 	if err := netns.LoopbackUp(); err != nil {
 		return unavailable(m, fmt.Sprintf("cannot bring up loopback in the private network namespace: %v", err))
 	}
-	return m.Run()
+	code := m.Run()
+	testcluster.Stop() // the Kubernetes half's cluster, when one was started
+	return code
 }
 
 // unavailable reports loudly that the suite cannot run. Under CI=true that is a failure;

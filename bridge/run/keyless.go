@@ -16,7 +16,7 @@ import (
 // placeholderPrefix starts the per-run stand-in for a provider key the container never gets.
 const placeholderPrefix = "sk-cline-mcp-placeholder-"
 
-// keyOutside keeps the provider's API key of a container run with the egress proxy, when it
+// keyOutside keeps the provider's API key of a Docker run with the egress proxy, when it
 // can: in provider egress mode, for a provider that calls its API with a key in one header and
 // honours a baseUrl (cline.KeyAuthOf). The copy then names the forwarder in the run
 // (sandbox.ProviderProxyAddr) as its baseUrl and holds a per-run placeholder instead of the key,
@@ -25,6 +25,10 @@ const placeholderPrefix = "sk-cline-mcp-placeholder-"
 // headers) on the way out. Otherwise it returns nil and records why the key stays inside
 // (a.credNote): the copy is today's least-privilege one.
 func (k *call) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt) (*sandbox.Credential, error) {
+	if a.iso == sandbox.IsolationKubernetes {
+		a.credNote = "the Kubernetes executor has no egress proxy to hold it (the pod's NetworkPolicy limits where it can go)"
+		return nil, nil
+	}
 	if k.r.cfg.DockerEgress != sandbox.EgressProvider {
 		a.credNote = fmt.Sprintf("egress %s has no proxy to hold it", k.r.cfg.DockerEgress)
 		return nil, nil
