@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -115,7 +116,8 @@ func TestKubernetesTools(t *testing.T) {
 
 // TestKubernetesServerKilled: a server killed (SIGKILL) during a call leaves its pod running; the
 // next server of this host deletes it at start-up (its instance is dead), and doctor
-// --isolation kubernetes reports the cluster and the permissions.
+// --isolation kubernetes reports the cluster, the permissions and whether the cluster enforces
+// the runs' NetworkPolicy.
 func TestKubernetesServerKilled(t *testing.T) {
 	w := newK8sWorld(t)
 	e := prepareEnv(t)
@@ -146,8 +148,17 @@ func TestKubernetesServerKilled(t *testing.T) {
 	e2.sess.Stop()
 
 	out, err := exec.Command(bins.ClineMCP, append([]string{"doctor"}, w.args()...)...).CombinedOutput()
+	// doctor's probe finds out what the test cluster does with NetworkPolicy (kube-router
+	// enforces it when it was built).
+	egress := `(?m)^WARN k8s egress +NetworkPolicy NOT enforced`
+	if w.c.EnforcesNetworkPolicy {
+		egress = `(?m)^OK +k8s egress +NetworkPolicy enforced`
+	}
 	if !strings.Contains(string(out), "OK   kubernetes") || !strings.Contains(string(out), "OK   k8s permissions") ||
-		!strings.Contains(string(out), "WARN k8s egress") {
-		t.Errorf("doctor (%v):\n%s", err, out)
+		!regexp.MustCompile(egress).Match(out) {
+		t.Errorf("doctor (%v), want %q:\n%s", err, egress, out)
+	}
+	if n := w.pods(); n != 0 {
+		t.Errorf("doctor's probe left %d pods", n)
 	}
 }

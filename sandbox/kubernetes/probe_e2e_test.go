@@ -3,19 +3,26 @@
 package kubernetes
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cline-mcp/cline-mcp/internal/testcluster"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
-// TestProbePolicy: the probe says what the test cluster does with the runs' NetworkPolicy
-// (the pod without a policy connects, so the probe really dialled), and leaves no pod or
-// policy behind.
+// TestProbePolicy: the probe says what the test cluster does with the runs' NetworkPolicy (it
+// knows: kube-router enforces it when built), the pod without a policy connects (so the probe
+// really dialled), and no pod or policy is left behind.
 func TestProbePolicy(t *testing.T) {
 	e := clusterExecutor(t)
+	c := testcluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := e.ProbePolicy(ctx)
@@ -26,12 +33,56 @@ func TestProbePolicy(t *testing.T) {
 	if res.Open != "connected" {
 		t.Errorf("the pod without a policy saw %q", res.Open)
 	}
-	if res.Enforced != strings.HasPrefix(res.Closed, "blocked") {
-		t.Errorf("enforced %v but the closed pod saw %q", res.Enforced, res.Closed)
+	if res.Enforced != c.EnforcesNetworkPolicy || res.Enforced != strings.HasPrefix(res.Closed, "blocked") {
+		t.Errorf("probe says enforced %v (closed pod: %q); the cluster enforces: %v", res.Enforced, res.Closed, c.EnforcesNetworkPolicy)
 	}
 	pods, _ := e.cs.CoreV1().Pods(e.cfg.Namespace).List(ctx, metav1.ListOptions{})
 	pols, _ := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).List(ctx, metav1.ListOptions{})
 	if pods == nil || pols == nil || len(pods.Items)+len(pols.Items) > 0 {
 		t.Errorf("left behind: %v pods, %v policies", pods, pols)
+	}
+}
+
+// TestRunEgressPolicy: on a cluster that enforces NetworkPolicy, a run reaches exactly what
+// --k8s-egress-allow names: a pod it may reach connects, the same pod on another allowed port
+// or under the bare deny-all policy does not. The run without a policy (--k8s-egress open)
+// connects first, so the target is reachable and a block is the policy's doing.
+func TestRunEgressPolicy(t *testing.T) {
+	e := clusterExecutor(t)
+	testcluster.Start(t).RequireNetworkPolicy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	target, err := e.cs.CoreV1().Pods(e.cfg.Namespace).Create(ctx, e.probePod(randomID(), "target", []string{e.cfg.Helper, "serve", ":" + probePort, "240"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.remove(ctx, target.Name, 0)
+	target, err = e.waitFor(ctx, target.Name, func(p *corev1.Pod) bool { return started(p, probeContainer) && p.Status.PodIP != "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := target.Status.PodIP
+	addr := net.JoinHostPort(ip, probePort)
+	for _, tc := range []struct {
+		name  string
+		open  bool
+		allow []string
+		want  int
+	}{
+		{"open", true, nil, 0},
+		{"allowed", false, []string{ip + "/32:" + probePort}, 0},
+		{"other port allowed", false, []string{ip + "/32:9999"}, 3},
+		{"deny-all", false, nil, 3},
+	} {
+		ex := *e
+		ex.cfg.EgressOpen, ex.cfg.EgressAllow = tc.open, tc.allow
+		var out, errb bytes.Buffer
+		x, err := ex.Run(ctx, sandbox.Spec{Path: e.cfg.Helper, Args: []string{"dial", addr}, Stdout: &out, Stderr: &errb})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if x.Code != tc.want {
+			t.Errorf("%s: the run's dial to %s ended %d (%s), want %d", tc.name, addr, x.Code, strings.TrimSpace(out.String()), tc.want)
+		}
 	}
 }
