@@ -20,7 +20,7 @@ CLINE_PKG  := images/cline/cline-cli-linux-$(CLINE_ARCH)-$(CLINE_VERSION).tgz
 # every target a user may build on; `make cross` compiles code and tests (all tags) for each
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 
-.PHONY: all build run test test-short lint bench e2e contract cross image image-fake image-egress clean fuzz \
+.PHONY: all build run test test-short lint bench e2e contract cross image image-fake image-k8s-fake image-egress clean fuzz \
 	release-snapshot release-check bundle
 
 all: build
@@ -121,6 +121,11 @@ image-fake: image-egress
 	GOOS=linux GOARCH=$(ENGINE_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -o images/fake-cline/fake-cline ./cmd/fake-cline
 	@if docker info >/dev/null 2>&1; then docker build -q -t $(FAKE_IMAGE) images/fake-cline >/dev/null && echo "built $(FAKE_IMAGE)"; \
 	 else echo "WARNING: no Docker engine: $(FAKE_IMAGE) not built (Docker tests will skip, or fail under CI=true)"; fi
+
+## image-k8s-fake: the fake image plus the Kubernetes executor's helper ($(FAKE_IMAGE) -> tag k8s)
+image-k8s-fake: image-fake
+	GOOS=linux GOARCH=$(ENGINE_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -o images/k8s-fake/cline-mcp-k8s-helper ./cmd/cline-mcp-k8s-helper
+	docker build -q --build-arg FAKE=$(FAKE_IMAGE) -t $(subst :latest,:k8s,$(FAKE_IMAGE)) images/k8s-fake >/dev/null && echo "built $(subst :latest,:k8s,$(FAKE_IMAGE))"
 
 ## image: the real Cline CLI image: npm's platform binary @cline/cli-linux-<arch>@$(CLINE_VERSION)
 ## (fetched with npm pack) on Debian bookworm with bash, coreutils, hostname, git and CA certificates,

@@ -24,6 +24,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/host"
+	"github.com/cline-mcp/cline-mcp/sandbox/kubernetes"
 	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
 	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
@@ -92,6 +93,8 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessi
 	var sweepDocker func(context.Context) (int, error)
 	var dock *docker.Executor
 	if rc.Container == sandbox.IsolationKubernetes {
+		// client-go's own messages (klog) go to the server's log, not in klog's format to stderr.
+		kubernetes.SetLogger(log.With("component", "client-go"))
 		k8s, where, err := newKubernetes(cfg)
 		if err != nil {
 			rc.DockerErr = err

@@ -231,7 +231,7 @@ func BuildFakeImageWithGit() error {
 var K8sFakeImage = "cline-mcp/fake-cline:" + TestTag("k8s")
 
 // BuildK8sFakeImage builds K8sFakeImage: FakeImage (built first) plus cline-mcp-k8s-helper
-// (cmd/cline-mcp-k8s-helper) at sandbox/kubernetes's default path.
+// (cmd/cline-mcp-k8s-helper) at sandbox/kubernetes's default path, with images/k8s-fake/Dockerfile.
 func BuildK8sFakeImage() error {
 	root, err := moduleRoot()
 	if err != nil {
@@ -245,11 +245,8 @@ func BuildK8sFakeImage() error {
 	if err := goBuild(root, filepath.Join(ctxDir, "cline-mcp-k8s-helper"), "./cmd/cline-mcp-k8s-helper", "GOOS=linux", "GOARCH="+EngineArch()); err != nil {
 		return err
 	}
-	df := "FROM " + FakeImage + "\nCOPY cline-mcp-k8s-helper /usr/local/bin/cline-mcp-k8s-helper\n"
-	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte(df), 0o644); err != nil {
-		return err
-	}
-	if out, err := exec.Command("docker", "build", "-q", "-t", K8sFakeImage, ctxDir).CombinedOutput(); err != nil {
+	df := filepath.Join(root, "images", "k8s-fake", "Dockerfile") // the one `make image-k8s-fake` uses
+	if out, err := exec.Command("docker", "build", "-q", "-f", df, "--build-arg", "FAKE="+FakeImage, "-t", K8sFakeImage, ctxDir).CombinedOutput(); err != nil {
 		return fmt.Errorf("docker build %s: %v\n%s", K8sFakeImage, err, out)
 	}
 	return nil

@@ -2,11 +2,13 @@ package kubernetes
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // Discover finds the cluster like kubectl: the kubeconfig (kubeconfig, else $KUBECONFIG, else
@@ -39,3 +41,7 @@ func Discover(kubeconfig, context string) (*rest.Config, string, string, error) 
 	ns, _ := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 	return cfg, strings.TrimSpace(string(ns)), "the pod's in-cluster service account", nil
 }
+
+// SetLogger sends client-go's own messages (klog: a stream copy that failed, a watch the server
+// ended) to l instead of klog's lines on stderr. It is process-wide.
+func SetLogger(l *slog.Logger) { klog.SetSlogLogger(l) }
