@@ -189,7 +189,7 @@ func start() (*Cluster, string, error) {
 			return nil, "", fmt.Errorf("prepare: %w\n%s", err, tail(out))
 		}
 	}
-	unlock, lock, err := lockCluster(dir)
+	unlock, lock, err := lockCluster(run)
 	if err != nil {
 		return nil, "", fmt.Errorf("lock the cluster: %w", err)
 	}
