@@ -219,3 +219,22 @@ func wantKubernetes(t *testing.T, sc map[string]any) {
 		t.Errorf("enforcement.credentialInside = %v, want the Kubernetes reason", enf["credentialInside"])
 	}
 }
+
+// TestKubernetesBridgeACPConversation: an ACP conversation with the real CLI in run pods (its
+// stdin through pods/attach): the follow-up, in a new pod, loads the session the first pod left
+// in the session's data dir and sends the first turn again.
+func TestKubernetesBridgeACPConversation(t *testing.T) {
+	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("FIRST"), fakeprovider.Text("SECOND")), inKubernetes(), acpArgs())
+	res, first := w.call("ask_cline", map[string]any{"prompt": "Remember the word PLUM-5. Reply FIRST."})
+	mcpsession.WantOK(t, res, first)
+	id := mcpsession.Str(first, "sessionId")
+	res, second := w.call("ask_cline", map[string]any{"prompt": "Which word? Reply SECOND.", "sessionId": id})
+	mcpsession.WantOK(t, res, second)
+	wantKubernetes(t, second)
+	if mcpsession.Str(second, "text") != "SECOND" || mcpsession.Num(second, "turn") != 2 {
+		t.Errorf("second turn: %v", second)
+	}
+	if chats := w.chats(2); !strings.Contains(string(chats[1].Raw), "PLUM-5") {
+		t.Errorf("the follow-up's request to the provider lacks the first turn")
+	}
+}

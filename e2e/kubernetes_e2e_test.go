@@ -5,7 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -160,5 +162,45 @@ func TestKubernetesServerKilled(t *testing.T) {
 	}
 	if n := w.pods(); n != 0 {
 		t.Errorf("doctor's probe left %d pods", n)
+	}
+}
+
+// TestKubernetesACPSession: the ACP engine in run pods (its stdin through pods/attach): a
+// conversation continues with its sessionId in a new pod (the session's CLI data comes back to
+// its dir under --sessions-dir and goes into the next pod), an analysis edit is rejected before it
+// runs, and no pod is left.
+func TestKubernetesACPSession(t *testing.T) {
+	w := newK8sWorld(t)
+	e := prepareEnv(t)
+	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
+	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	sessions := filepath.Join(e.root, "sessions")
+	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, append(w.args(), "--cline-protocol", "acp", "--sessions-dir", sessions)...)
+	_, first := e.call("ask_cline", map[string]any{"prompt": "remember this fake:history"})
+	wantOK(t, first)
+	id, _ := first["sessionId"].(string)
+	if id == "" || first["isolation"] != "kubernetes" {
+		t.Fatalf("first: %v", first)
+	}
+	_, second := e.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": id})
+	wantOK(t, second)
+	if got, _ := second["text"].(string); !strings.HasPrefix(got, "earlier=1 first=remember this") || second["turn"] != float64(2) {
+		t.Errorf("the second turn (a new pod) did not see the first: %q turn %v", got, second["turn"])
+	}
+	if data, _ := filepath.Glob(filepath.Join(sessions, "data", "*", "sessions", id)); len(data) != 1 {
+		t.Errorf("the session's CLI data is not in its own dir under --sessions-dir: %v", data)
+	}
+	_, edit := e.call("ask_cline", map[string]any{"prompt": "fake:edit?path=hello.txt"})
+	wantOK(t, edit)
+	if _, err := os.Stat(filepath.Join(e.work, "hello.txt")); !os.IsNotExist(err) {
+		t.Errorf("an analysis edit was written: %v", err)
+	}
+	if rej, _ := edit["rejectedToolCalls"].([]any); len(rej) != 1 {
+		t.Errorf("rejectedToolCalls %v, want the editor call", edit["rejectedToolCalls"])
+	}
+	if n := w.pods(); n != 0 {
+		t.Errorf("%d pods left", n)
 	}
 }

@@ -7,11 +7,16 @@
 //	                 the copy back after the main container ended
 //	tar PATH         (exec into the keeper) a tar of PATH on stdout: "./" entries for a
 //	                 directory, one entry for a file, nothing when it is gone
-//	run -- PROG ARGS (the main container) run PROG with stdout and stderr framed on stdout
+//	run -- PROG ARGS (the main container) run PROG on the container's stdin (an ACP run's,
+//	                 which the executor attaches; else empty) with stdout and stderr framed on stdout
 //	                 like Docker's multiplexed stream (the logs API merges the two), turn the
 //	                 first SIGTERM into SIGINT for PROG, and exit with its status
 //
-// and two ways in doctor's NetworkPolicy probe (sandbox/kubernetes ProbePolicy):
+// A cancelled run's main container gets
+//
+//	stop             (exec'd into the main container) SIGTERM to its pid 1, the `run` above
+//
+// and doctor's NetworkPolicy probe uses two more (sandbox/kubernetes ProbePolicy):
 //
 //	serve ADDR SECS  accept TCP connections on ADDR (closing each) for SECS seconds
 //	dial ADDR        after 3 s, try to connect to ADDR for 3 s: status 0 and "connected", or 3
@@ -25,12 +30,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR... | wait | tar PATH | run -- PROG ARGS | serve ADDR SECS | dial ADDR")
+		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR... | wait | tar PATH | run -- PROG ARGS | stop | serve ADDR SECS | dial ADDR")
 		os.Exit(2)
 	}
 	var err error
@@ -65,6 +71,13 @@ func main() {
 			break
 		}
 		os.Exit(run(args))
+	case "stop":
+		// exec'd into the main container when a run is cancelled: its pid 1 is `run`, which
+		// passes the first SIGTERM on to the program as SIGINT.
+		var p *os.Process
+		if p, err = os.FindProcess(1); err == nil {
+			err = p.Signal(syscall.SIGTERM)
+		}
 	case "serve":
 		secs, perr := strconv.Atoi(arg(3))
 		if len(os.Args) != 4 || perr != nil || secs <= 0 {

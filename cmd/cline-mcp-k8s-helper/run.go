@@ -45,7 +45,7 @@ const terminationLog = "/dev/termination-log"
 func run(prog []string) int {
 	var mu sync.Mutex
 	cmd := exec.Command(prog[0], prog[1:]...)
-	cmd.Stdin = nil
+	cmd.Stdin = os.Stdin // the pod's stdin when the run has one (ACP), else /dev/null
 	cmd.Stdout = framer{&mu, os.Stdout, 1}
 	cmd.Stderr = framer{&mu, os.Stdout, 2}
 	sigs := make(chan os.Signal, 4)

@@ -18,11 +18,11 @@ import (
 type k8sConfig struct {
 	context, kubeconfig, namespace, image, cpu, memory, runtimeClass string
 	egressAllow                                                      multiFlag
-	egress                                                           string
+	egress, egressDNS                                                string
 }
 
 var k8sFlagNames = []string{"k8s-context", "k8s-kubeconfig", "k8s-namespace", "k8s-image", "k8s-cpu", "k8s-memory",
-	"k8s-runtime-class", "k8s-egress", "k8s-egress-allow"}
+	"k8s-runtime-class", "k8s-egress", "k8s-egress-allow", "k8s-egress-dns"}
 
 func (c *k8sConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.context, "k8s-context", "", "kubeconfig context for --isolation kubernetes (default: the current context of $KUBECONFIG or ~/.kube/config, else the pod's in-cluster account)")
@@ -33,6 +33,7 @@ func (c *k8sConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.memory, "k8s-memory", "2Gi", "memory request and limit of a run pod")
 	fs.StringVar(&c.runtimeClass, "k8s-runtime-class", "", "RuntimeClass of the run pods (gVisor, Kata), default the cluster's")
 	fs.Var(&c.egressAllow, "k8s-egress-allow", "CIDR:port a run pod may reach, e.g. the provider's address (repeatable); everything else is denied by the run's NetworkPolicy")
+	fs.StringVar(&c.egressDNS, "k8s-egress-dns", kubernetes.DNSKubeDNS, "where the run's NetworkPolicy lets it resolve names (UDP/TCP 53): kube-dns (kube-system's k8s-app=kube-dns pods), a resolver's address or CIDR (e.g. NodeLocal DNSCache's 169.254.20.10), or none")
 	fs.StringVar(&c.egress, "k8s-egress", "policy", "network of run pods: policy (a NetworkPolicy denies everything but --k8s-egress-allow; only a CNI that enforces NetworkPolicy enforces it) or open (no policy)")
 }
 
@@ -42,6 +43,12 @@ func (c *k8sConfig) validate() error {
 	}
 	if c.egress == "open" && len(c.egressAllow) > 0 {
 		return errors.New("--k8s-egress open and --k8s-egress-allow contradict each other")
+	}
+	if c.egressDNS == "none" {
+		c.egressDNS = ""
+	}
+	if err := kubernetes.ParseEgressDNS(c.egressDNS); err != nil {
+		return err
 	}
 	return kubernetes.ParseEgressAllow(c.egressAllow)
 }
@@ -61,7 +68,7 @@ func newKubernetes(cfg *config) (*kubernetes.Executor, string, error) {
 	uid, gid := callerIDs()
 	e, err := kubernetes.New(kubernetes.Config{REST: rc, Namespace: ns, Image: cfg.k8s.image, CPU: cfg.k8s.cpu, Memory: cfg.k8s.memory,
 		RuntimeClass: cfg.k8s.runtimeClass, UID: uid, GID: gid, Instance: docker.InstanceID(),
-		EgressAllow: cfg.k8s.egressAllow, EgressOpen: cfg.k8s.egress == "open", PullPolicy: pullPolicy()})
+		EgressAllow: cfg.k8s.egressAllow, EgressOpen: cfg.k8s.egress == "open", EgressDNS: cfg.k8s.egressDNS, PullPolicy: pullPolicy()})
 	if err != nil {
 		return nil, "", err
 	}

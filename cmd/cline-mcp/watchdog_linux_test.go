@@ -1,39 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
 	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
-
-// lockedBuffer is the watchdog's stderr, written by the os/exec copier and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startGroup starts `sleep 300` as the leader of its own process group, as sandbox/host does.
 func startGroup(t *testing.T) *exec.Cmd {
@@ -102,7 +83,7 @@ func TestWatchdogSparesReusedPid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr mcpsession.LockedBuffer // the watchdog's stderr, written by the os/exec copier
 	l, err := lifeline.Start([]string{exe, watchdogCommand, "--instance", "watchdog-test", "--"}, []string{"TMPDIR=" + t.TempDir()}, &stderr)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,9 @@ type Config struct {
 	// policy denies everything else. EgressOpen makes no policy at all.
 	EgressAllow []string
 	EgressOpen  bool
+	// EgressDNS is where the policy lets the run resolve names (UDP and TCP 53): DNSKubeDNS, a
+	// resolver's address or CIDR (NodeLocal DNSCache's 169.254.20.10), or "" for nowhere.
+	EgressDNS string
 }
 
 // Executor runs Specs in pods. It is safe for concurrent use.
@@ -75,6 +78,9 @@ func New(cfg Config) (*Executor, error) {
 		return nil, errors.New("kubernetes executor: a client configuration, a namespace and an image are required")
 	}
 	if err := ParseEgressAllow(cfg.EgressAllow); err != nil {
+		return nil, err
+	}
+	if err := ParseEgressDNS(cfg.EgressDNS); err != nil {
 		return nil, err
 	}
 	if cfg.PullPolicy == "" {

@@ -72,6 +72,8 @@ func (e *Executor) podFor(spec sandbox.Spec, cs []*copied, runID string, deadlin
 	keeper.VolumeMounts = all
 	main := e.container(mainName, append([]string{e.cfg.Helper, "run", "--", spec.Path}, spec.Args...), spec.Env)
 	main.VolumeMounts, main.WorkingDir = mainMounts, spec.Dir
+	// A run that speaks on stdin (ACP) gets it through pods/attach; its end closes it.
+	main.Stdin, main.StdinOnce = spec.Stdin != nil, spec.Stdin != nil
 	if err := e.resources(&main); err != nil {
 		return nil, err
 	}
@@ -156,16 +158,17 @@ func (e *Executor) user(u string) (int64, int64, error) {
 	return uid, gid, nil
 }
 
-// denyAll is the run's NetworkPolicy: no traffic in or out of its pod but to allow (egress, TCP).
-// The pod owns it, so the garbage collector removes it with the pod.
-func denyAll(pod *corev1.Pod, allow []string) *networkingv1.NetworkPolicy {
+// denyAll is the run's NetworkPolicy: no traffic in or out of its pod but DNS as dns says
+// (Config.EgressDNS) and to allow (egress, TCP). The pod owns it, so the garbage collector
+// removes it with the pod.
+func denyAll(pod *corev1.Pod, allow []string, dns string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Labels: map[string]string{LabelRun: pod.Labels[LabelRun], LabelInstance: pod.Labels[LabelInstance]},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRun: pod.Labels[LabelRun]}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Egress:      allowRules(allow),
+			Egress:      append(dnsRule(dns), allowRules(allow)...),
 		},
 	}
 }

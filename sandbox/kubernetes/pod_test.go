@@ -63,10 +63,17 @@ func TestPodHardening(t *testing.T) {
 	if ps.Containers[1].Name != keeperName || len(ps.InitContainers) != 1 {
 		t.Error("the keeper is not the second container, or there is more than one fill")
 	}
+	if main.Stdin || main.StdinOnce {
+		t.Error("a run without stdin has a main container with stdin")
+	}
+	spec.Stdin = strings.NewReader("{}\n") // an ACP run
+	if withIn, err := e.podFor(spec, copiesOf(spec), "abd", time.Hour); err != nil || !withIn.Spec.Containers[0].Stdin || !withIn.Spec.Containers[0].StdinOnce || withIn.Spec.Containers[1].Stdin {
+		t.Errorf("an ACP run's pod: main stdin %v once %v, keeper stdin %v (%v)", withIn.Spec.Containers[0].Stdin, withIn.Spec.Containers[0].StdinOnce, withIn.Spec.Containers[1].Stdin, err)
+	}
 	if pod.Labels[LabelRun] != "abc" || pod.Labels[LabelInstance] != instanceLabel("host-12-34") || pod.Annotations[AnnoInstance] != "host-12-34" || pod.Labels["cline-mcp.tool"] != "ask_cline" {
 		t.Errorf("labels %v annotations %v", pod.Labels, pod.Annotations)
 	}
-	np := denyAll(pod, nil)
+	np := denyAll(pod, nil, "")
 	if len(np.Spec.Ingress)+len(np.Spec.Egress) != 0 || len(np.Spec.PolicyTypes) != 2 || np.OwnerReferences[0].Name != pod.Name {
 		t.Errorf("policy %+v", np)
 	}
@@ -141,12 +148,47 @@ func TestDemux(t *testing.T) {
 // TestEgressAllow: the policy lets the run reach exactly the CIDR:port entries; bad entries are
 // refused before any pod exists.
 func TestEgressAllow(t *testing.T) {
-	np := denyAll(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelRun: "r"}}}, []string{"10.1.2.3:443", "192.168.0.0/16:8080"})
+	np := denyAll(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelRun: "r"}}}, []string{"10.1.2.3:443", "192.168.0.0/16:8080"}, "")
 	if len(np.Spec.Egress) != 2 || np.Spec.Egress[0].To[0].IPBlock.CIDR != "10.1.2.3/32" || np.Spec.Egress[1].Ports[0].Port.IntValue() != 8080 {
 		t.Errorf("egress rules %+v", np.Spec.Egress)
 	}
 	for _, bad := range []string{"api.example.com:443", "10.0.0.1", "10.0.0.0/8:0", "::1"} {
 		if ParseEgressAllow([]string{bad}) == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+// TestEgressDNS: the policy lets the run resolve names (UDP and TCP 53) at the cluster's DNS
+// pods (kube-system's k8s-app=kube-dns), at a resolver's address, or nowhere; the report says
+// which; anything else is refused before any pod exists.
+func TestEgressDNS(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelRun: "r"}}}
+	np := denyAll(pod, []string{"10.1.2.3:443"}, DNSKubeDNS)
+	if len(np.Spec.Egress) != 2 {
+		t.Fatalf("egress rules %+v, want DNS and the allowed endpoint", np.Spec.Egress)
+	}
+	dns := np.Spec.Egress[0]
+	if peer := dns.To[0]; peer.IPBlock != nil || peer.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "kube-system" ||
+		peer.PodSelector.MatchLabels["k8s-app"] != "kube-dns" {
+		t.Errorf("DNS peer %+v", peer)
+	}
+	if len(dns.Ports) != 2 || *dns.Ports[0].Protocol != corev1.ProtocolUDP || *dns.Ports[1].Protocol != corev1.ProtocolTCP || dns.Ports[0].Port.IntValue() != 53 {
+		t.Errorf("DNS ports %+v", dns.Ports)
+	}
+	if np := denyAll(pod, nil, "169.254.20.10"); len(np.Spec.Egress) != 1 || np.Spec.Egress[0].To[0].IPBlock.CIDR != "169.254.20.10/32" {
+		t.Errorf("a resolver's address: %+v", np.Spec.Egress)
+	}
+	if np := denyAll(pod, nil, ""); len(np.Spec.Egress) != 0 {
+		t.Errorf("no DNS: %+v", np.Spec.Egress)
+	}
+	e := testExecutor(t)
+	e.cfg.EgressDNS, e.cfg.EgressAllow = DNSKubeDNS, []string{"10.1.2.3:443"}
+	if got := e.policyText(); got != "deny-all but DNS (UDP/TCP 53) to kube-system's k8s-app=kube-dns pods, 10.1.2.3:443" {
+		t.Errorf("policy text %q", got)
+	}
+	for _, bad := range []string{"coredns", "10.0.0.1:53", "none"} {
+		if ParseEgressDNS(bad) == nil {
 			t.Errorf("%q was accepted", bad)
 		}
 	}

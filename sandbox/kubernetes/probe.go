@@ -75,7 +75,7 @@ func (e *Executor) ProbePolicy(ctx context.Context) (PolicyProbe, error) {
 	if err != nil {
 		return PolicyProbe{}, err
 	}
-	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(closed, nil), metav1.CreateOptions{}); err != nil {
+	if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(closed, nil, e.cfg.EgressDNS), metav1.CreateOptions{}); err != nil {
 		return PolicyProbe{}, e.apiError("create networkpolicies", err)
 	}
 	res := PolicyProbe{}

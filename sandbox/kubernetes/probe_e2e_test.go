@@ -86,3 +86,50 @@ func TestRunEgressPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestRunEgressDNS: on a cluster that enforces NetworkPolicy, --k8s-egress-dns kube-dns lets a run
+// reach the cluster's DNS pods on port 53 (a stand-in: a pod labelled k8s-app=kube-dns in
+// kube-system, listening on TCP 53), and none does not; a run without a policy connects first.
+func TestRunEgressDNS(t *testing.T) {
+	e := clusterExecutor(t)
+	testcluster.Start(t).RequireNetworkPolicy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sys := *e
+	sys.cfg.Namespace = "kube-system"
+	pod := sys.probePod(randomID(), "dns", []string{e.cfg.Helper, "serve", ":53", "240"})
+	pod.Labels["k8s-app"] = "kube-dns"
+	// Port 53 as a non-root user without capabilities: the namespaced, safe sysctl.
+	pod.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}
+	dns, err := sys.cs.CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.remove(ctx, dns.Name, 0)
+	dns, err = sys.waitFor(ctx, dns.Name, func(p *corev1.Pod) bool { return started(p, probeContainer) && p.Status.PodIP != "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(dns.Status.PodIP, "53")
+	for _, tc := range []struct {
+		name, dns string
+		open      bool
+		want      int
+	}{
+		{"open", "", true, 0},
+		{"kube-dns", DNSKubeDNS, false, 0},
+		{"the resolver's address", dns.Status.PodIP, false, 0},
+		{"none", "", false, 3},
+	} {
+		ex := *e
+		ex.cfg.EgressOpen, ex.cfg.EgressDNS = tc.open, tc.dns
+		var out bytes.Buffer
+		x, err := ex.Run(ctx, sandbox.Spec{Path: e.cfg.Helper, Args: []string{"dial", addr}, Stdout: &out})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if x.Code != tc.want {
+			t.Errorf("%s: the run's dial to the DNS pod %s ended %d (%s), want %d", tc.name, addr, x.Code, strings.TrimSpace(out.String()), tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -60,13 +61,54 @@ func (e *Executor) egressMode() sandbox.EgressMode {
 }
 
 func (e *Executor) policyText() string {
-	switch {
-	case e.cfg.EgressOpen:
+	if e.cfg.EgressOpen {
 		return "none (egress open)"
-	case len(e.cfg.EgressAllow) == 0:
+	}
+	var but []string
+	switch dns := e.cfg.EgressDNS; {
+	case dns == DNSKubeDNS:
+		but = append(but, "DNS (UDP/TCP 53) to kube-system's k8s-app=kube-dns pods")
+	case dns != "":
+		but = append(but, "DNS (UDP/TCP 53) to "+dns)
+	}
+	but = append(but, e.cfg.EgressAllow...)
+	if len(but) == 0 {
 		return "deny-all"
 	}
-	return "deny-all but " + strings.Join(e.cfg.EgressAllow, ", ")
+	return "deny-all but " + strings.Join(but, ", ")
+}
+
+// DNSKubeDNS is Config.EgressDNS for the cluster's DNS: the pods labelled k8s-app=kube-dns in
+// kube-system (CoreDNS keeps that label on kubeadm, EKS, GKE, AKS and k3s clusters).
+const DNSKubeDNS = "kube-dns"
+
+// ParseEgressDNS checks Config.EgressDNS: "", DNSKubeDNS, or an address or CIDR.
+func ParseEgressDNS(dns string) error {
+	if dns == "" || dns == DNSKubeDNS {
+		return nil
+	}
+	if _, _, err := egressRule(dns + ":53"); err != nil {
+		return fmt.Errorf("--k8s-egress-dns %q: want kube-dns, none, or the resolver's address or CIDR", dns)
+	}
+	return nil
+}
+
+// dnsRule is the policy's egress rule for DNS (UDP and TCP 53), nil for none.
+func dnsRule(dns string) []networkingv1.NetworkPolicyEgressRule {
+	if dns == "" {
+		return nil
+	}
+	udp, tcp, port := corev1.ProtocolUDP, corev1.ProtocolTCP, intstr.FromInt32(53)
+	rule := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &port}, {Protocol: &tcp, Port: &port}}}
+	if dns == DNSKubeDNS {
+		rule.To = []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}}}}
+	} else {
+		cidr, _, _ := egressRule(dns + ":53")
+		rule.To = []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}}
+	}
+	return []networkingv1.NetworkPolicyEgressRule{rule}
 }
 
 // ParseEgressAllow checks "CIDR:port" entries (an address alone is a /32 or /128).

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -28,9 +30,6 @@ const cleanupTimeout = 30 * time.Second
 func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, error) {
 	if spec.Credential != nil {
 		return sandbox.Exit{}, errors.New("kubernetes executor: no egress proxy holds a credential here; the run would get none")
-	}
-	if spec.Stdin != nil {
-		return sandbox.Exit{}, errors.New("kubernetes executor: runs that read stdin (ACP sessions) are not supported yet")
 	}
 	copies, err := e.planCopies(spec.Mounts)
 	if err != nil {
@@ -52,53 +51,77 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	defer e.remove(ctx, pod.Name, time.Second)
 	report := e.reportOf(pod, spec)
 	if !e.cfg.EgressOpen {
-		if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod, e.cfg.EgressAllow), metav1.CreateOptions{}); err != nil {
+		if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod, e.cfg.EgressAllow, e.cfg.EgressDNS), metav1.CreateOptions{}); err != nil {
 			return sandbox.Exit{}, e.apiError("create networkpolicies", err)
 		}
 	}
 	if err := e.fill(ctx, pod.Name, copies); err != nil {
 		return sandbox.Exit{}, err
 	}
-	x, err := e.follow(ctx, pod.Name, spec)
+	x, ended, err := e.follow(ctx, pod.Name, spec)
 	x.Duration, x.Container = time.Since(start), report
-	if err != nil || x.Stopped {
+	if err != nil || !ended {
 		return x, err
 	}
-	if err := e.copyBack(ctx, pod.Name, copies); err != nil {
+	// A stopped run's changes come back too, as from a stopped Docker container, on a context
+	// of their own.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stoppedCopyBack)
+	defer cancel()
+	if !x.Stopped {
+		cctx = ctx
+	}
+	if err := e.copyBack(cctx, pod.Name, copies); err != nil {
 		return x, &sandbox.CopyBackError{Source: err.source, Err: err.err}
 	}
 	return x, nil
 }
 
-// follow streams the main container's output into spec's writers and waits for it to end; when
-// ctx ends first, the pod is deleted with the spec's grace (the wrapper turns SIGTERM into
-// SIGINT for the CLI) and the Exit says Stopped.
-func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (sandbox.Exit, error) {
+// stoppedCopyBack bounds the copy back of a run whose call was cancelled.
+const stoppedCopyBack = 2 * time.Minute
+
+// follow streams the main container's output into spec's writers and waits for it to end
+// (ended: its exit is known and the keeper holds what it left). When ctx ends first, the main
+// container is stopped (stopMain: the CLI gets SIGINT) and the Exit says Stopped; a container
+// that does not end within the stop grace, or that never started, goes with its pod.
+func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (x sandbox.Exit, ended bool, err error) {
 	if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return started(p, mainName) }); err != nil {
 		if ctx.Err() != nil {
 			e.remove(ctx, pod, spec.StopGrace)
-			return sandbox.Exit{Code: -1, Stopped: true}, nil
+			return sandbox.Exit{Code: -1, Stopped: true}, false, nil
 		}
-		return sandbox.Exit{}, err
+		return sandbox.Exit{}, false, err
 	}
 	logs, err := e.cs.CoreV1().Pods(e.cfg.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: mainName, Follow: true}).Stream(context.WithoutCancel(ctx))
 	if err != nil {
-		return sandbox.Exit{}, e.apiError("get pods/log", err)
+		return sandbox.Exit{}, false, e.apiError("get pods/log", err)
 	}
 	done := make(chan error, 1)
 	go func() {
 		err := demux(orDiscard(spec.Stdout), orDiscard(spec.Stderr), logs)
 		done <- err
 	}()
+	fed := make(chan error, 1)
+	if spec.Stdin != nil {
+		fctx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopFeed()
+		go func() { fed <- e.feed(fctx, pod, spec.Stdin) }()
+	}
 	p, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return terminated(p, mainName) != nil })
+	stopped := false
+	if err != nil && ctx.Err() != nil {
+		p, err = e.stopMain(ctx, pod, spec.StopGrace)
+		if err != nil {
+			logs.Close()
+			<-done
+			e.remove(ctx, pod, spec.StopGrace)
+			return sandbox.Exit{Code: -1, Stopped: true}, false, nil
+		}
+		stopped = true
+	}
 	if err != nil {
 		logs.Close()
 		<-done
-		if ctx.Err() != nil {
-			e.remove(ctx, pod, spec.StopGrace)
-			return sandbox.Exit{Code: -1, Stopped: true}, nil
-		}
-		return sandbox.Exit{}, err
+		return sandbox.Exit{}, false, err
 	}
 	settle := spec.SettleGrace
 	if settle == 0 {
@@ -108,10 +131,11 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (s
 	if t.ExitCode == 127 && strings.HasPrefix(t.Message, helperStartFailed) {
 		logs.Close()
 		<-done
-		return sandbox.Exit{}, &sandbox.LaunchError{Op: "pod start", Missing: true, Err: fmt.Errorf("image %s: %s", e.cfg.Image, t.Message),
+		return sandbox.Exit{}, false, &sandbox.LaunchError{Op: "pod start", Missing: true, Err: fmt.Errorf("image %s: %s", e.cfg.Image, t.Message),
 			Hint: "the image must hold the CLI at the path the server runs (--k8s-image)"}
 	}
-	x := exitOf(t)
+	x = exitOf(t)
+	x.Stopped = stopped
 	var derr error
 	select {
 	case derr = <-done:
@@ -122,6 +146,13 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (s
 	}
 	logs.Close()
 	if w := spec.Stderr; w != nil {
+		select {
+		case err := <-fed:
+			if err != nil {
+				_, _ = fmt.Fprintf(w, "cline-mcp: the run's stdin (pods/attach) failed: %v\n", err)
+			}
+		default:
+		}
 		if derr != nil {
 			_, _ = fmt.Fprintf(w, "cline-mcp: the rest of the run's output is lost: %v\n", derr)
 		}
@@ -129,7 +160,40 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (s
 			_, _ = fmt.Fprintf(w, "cline-mcp: the pod exceeded its memory limit (%s) and was killed\n", or(e.cfg.Memory, "the namespace's default"))
 		}
 	}
-	return x, nil
+	return x, true, nil
+}
+
+// stopMain stops the main container of a cancelled run as `docker stop` would, keeping the pod
+// (its keeper holds the volumes for the copy back): the helper exec'd into it sends SIGTERM to
+// the container's pid 1, the wrapper, which passes SIGINT to the CLI. It waits the stop grace
+// for the container to end; a CLI that outlasts it ends with its pod, and its changes with it.
+func (e *Executor) stopMain(ctx context.Context, pod string, grace time.Duration) (*corev1.Pod, error) {
+	if grace <= 0 {
+		grace = sandbox.DefaultStopGrace
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+5*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	opts := &corev1.PodExecOptions{Container: mainName, Command: []string{e.cfg.Helper, "stop"}, Stderr: true}
+	if err := e.stream(sctx, pod, "exec", opts, remotecommand.StreamOptions{Stderr: &stderr}); err != nil {
+		// The container may have ended meanwhile: then there is nothing to stop.
+		if p, gerr := e.cs.CoreV1().Pods(e.cfg.Namespace).Get(sctx, pod, metav1.GetOptions{}); gerr == nil && terminated(p, mainName) != nil {
+			return p, nil
+		}
+		return nil, fmt.Errorf("stop %s: %w %s", pod, err, stderr.String())
+	}
+	return e.waitFor(sctx, pod, func(p *corev1.Pod) bool { return terminated(p, mainName) != nil })
+}
+
+// feed copies r to the main container's stdin (pods/attach) until r's EOF, which closes it
+// (stdinOnce), or until ctx ends with the run. The CLI's output still comes from the log, so
+// nothing it wrote before the attach is lost; the Agent Client Protocol speaks first on stdin.
+func (e *Executor) feed(ctx context.Context, pod string, r io.Reader) error {
+	opts := &corev1.PodAttachOptions{Container: mainName, Stdin: true}
+	if err := e.stream(ctx, pod, "attach", opts, remotecommand.StreamOptions{Stdin: r}); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 func or(s, def string) string {

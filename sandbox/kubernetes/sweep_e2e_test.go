@@ -62,7 +62,7 @@ func TestSweepOnCluster(t *testing.T) {
 		if p, err = pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(p, nil), metav1.CreateOptions{}); err != nil {
+		if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(p, nil, ""), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		names[i] = p.Name
