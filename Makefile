@@ -102,12 +102,13 @@ contract: build
 	CLINE_MCP_CONTRACT_IMAGE=$(CONTRACT_IMAGE) $(GO) test -count=1 -timeout 30m -tags contract ./contract/...
 
 ## cross: every package, command and test binary (default, e2e and contract tags) must compile
-## for every target; `go vet` compiles the tests.
+## for every target; `go vet` compiles the tests. -trimpath as the release builds use it, so
+## what cross compiled for a target is in the cache when goreleaser builds it.
 cross:
 	@set -e; for t in $(CROSS_TARGETS); do \
 	  os=$${t%/*}; arch=$${t#*/}; echo "cross $$os/$$arch"; \
-	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -o /dev/null ./... ; \
-	  for tags in "" e2e contract; do GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -tags "$$tags" ./... ; done; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./... ; \
+	  for tags in "" e2e contract; do GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) vet -trimpath -tags "$$tags" ./... ; done; \
 	done
 
 ## image-egress: FROM scratch + the static egress proxy of Docker runs (--docker-egress provider)
