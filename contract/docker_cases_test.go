@@ -57,7 +57,24 @@ func TestDockerWorkspace(t *testing.T) {
 // checkout (the diff is computed on the host, the new file belongs to the caller), and its
 // `git commit` fails on the read-only .git, so HEAD does not move.
 func TestDockerApplyEdit(t *testing.T) {
-	w := newWorld(t, inCwd(
+	w := newWorld(t, editAndCommitScript(), inDocker())
+	head := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD"))
+	res, sc := w.call("apply_cline_edits", map[string]any{"prompt": "Create hello.txt, update README.md and commit"})
+	mcpsession.WantOK(t, res, sc)
+	wantEditNoCommit(t, w, sc, head)
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(w.work, "hello.txt"), &st); err != nil {
+		t.Fatal(err)
+	} else if st.Uid != dockerUID || st.Gid != dockerUID {
+		t.Errorf("hello.txt belongs to %d:%d, want the caller %d:%d", st.Uid, st.Gid, dockerUID, dockerUID)
+	}
+	wantCleanStderr(t, sc)
+}
+
+// editAndCommitScript is the model of the apply tests in a container: it creates hello.txt and
+// edits README.md, then tries to commit.
+func editAndCommitScript() fakeprovider.Responder {
+	return inCwd(
 		func(dir string) fakeprovider.Step {
 			return fakeprovider.Tools(
 				editorCreate(dir, "hello.txt", "Hello from the fake model\n"),
@@ -69,10 +86,13 @@ func TestDockerApplyEdit(t *testing.T) {
 				"git -c user.name=m -c user.email=m@m commit -am sneaky"}}})
 		},
 		textTurn("Created hello.txt and updated README.md."),
-	), inDocker())
-	head := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD"))
-	res, sc := w.call("apply_cline_edits", map[string]any{"prompt": "Create hello.txt, update README.md and commit"})
-	mcpsession.WantOK(t, res, sc)
+	)
+}
+
+// wantEditNoCommit checks an editAndCommitScript result: the diff has both edits, HEAD did not
+// move (the result's heads and the checkout's), and the commit's result shows the read-only .git.
+func wantEditNoCommit(t *testing.T, w *world, sc map[string]any, head string) {
+	t.Helper()
 	diff := mcpsession.Str(sc, "diff")
 	for _, want := range []string{"+Hello from the fake model", "-hello", "+hello world"} {
 		if !strings.Contains(diff, want) {
@@ -85,17 +105,10 @@ func TestDockerApplyEdit(t *testing.T) {
 	if got := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD")); got != head {
 		t.Errorf("HEAD moved to %s", got)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(w.work, "hello.txt"), &st); err != nil {
-		t.Fatal(err)
-	} else if st.Uid != dockerUID || st.Gid != dockerUID {
-		t.Errorf("hello.txt belongs to %d:%d, want the caller %d:%d", st.Uid, st.Gid, dockerUID, dockerUID)
-	}
 	commit := strings.Join(flat(w.chats(3)[2].Messages()), "\n")
 	if !strings.Contains(commit, "Read-only file system") {
 		t.Errorf("the git commit's result does not show the read-only .git:\n%s", mcpsession.Tail(commit, 2000))
 	}
-	wantCleanStderr(t, sc)
 }
 
 // TestDockerOverride: -P/-m reach the request from the container; the host's providers.json is

@@ -168,38 +168,14 @@ func TestKubernetesWorkspace(t *testing.T) {
 // come back to the checkout as the host-computed diff, and its `git commit` fails on the
 // read-only .git, so HEAD does not move.
 func TestKubernetesApplyEdit(t *testing.T) {
-	w := newWorld(t, inCwd(
-		func(dir string) fakeprovider.Step {
-			return fakeprovider.Tools(
-				editorCreate(dir, "hello.txt", "Hello from the fake model\n"),
-				fakeprovider.Call{Name: "editor", Arguments: map[string]any{"path": filepath.Join(dir, "README.md"), "old_text": "hello", "new_text": "hello world"}},
-			)
-		},
-		func(dir string) fakeprovider.Step {
-			return fakeprovider.Tools(fakeprovider.Call{Name: "run_commands", Arguments: map[string]any{"commands": []string{
-				"git -c user.name=m -c user.email=m@m commit -am sneaky"}}})
-		},
-		textTurn("Created hello.txt and updated README.md."),
-	), inKubernetes())
+	w := newWorld(t, editAndCommitScript(), inKubernetes())
 	head := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD"))
 	res, sc := w.call("apply_cline_edits", map[string]any{"prompt": "Create hello.txt, update README.md and commit"})
 	mcpsession.WantOK(t, res, sc)
 	wantKubernetes(t, sc)
-	diff := mcpsession.Str(sc, "diff")
-	for _, want := range []string{"+Hello from the fake model", "-hello", "+hello world"} {
-		if !strings.Contains(diff, want) {
-			t.Errorf("diff lacks %q:\n%s", want, diff)
-		}
-	}
-	if got := strings.TrimSpace(git(t, w.work, "rev-parse", "HEAD")); got != head {
-		t.Errorf("HEAD moved to %s", got)
-	}
+	wantEditNoCommit(t, w, sc, head)
 	if b, err := os.ReadFile(filepath.Join(w.work, "hello.txt")); err != nil || string(b) != "Hello from the fake model\n" {
 		t.Errorf("hello.txt on the host: %q %v", b, err)
-	}
-	commit := strings.Join(flat(w.chats(3)[2].Messages()), "\n")
-	if !strings.Contains(commit, "Read-only file system") {
-		t.Errorf("the git commit's result does not show the read-only .git:\n%s", mcpsession.Tail(commit, 2000))
 	}
 	wantCleanStderr(t, sc)
 }
