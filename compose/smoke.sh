@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 ctx=compose/runner
 # The runner image is Linux of the engine's architecture, whatever the host runs.
 arch=$(docker version --format '{{.Server.Arch}}' 2>/dev/null || go env GOARCH)
-for pkg in cline-mcp:./cmd/cline-mcp fake-cline:./cmd/fake-cline smokeclient:./compose/smokeclient; do
+for pkg in cline-mcp:./cmd/cline-mcp fake-cline:./internal/cmd/fake-cline smokeclient:./internal/cmd/smokeclient; do
   CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -o "$ctx/${pkg%%:*}" "${pkg#*:}"
 done
 project="${COMPOSE_PROJECT_NAME:-cline-mcp-smoke}"

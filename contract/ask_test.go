@@ -61,7 +61,8 @@ func TestAskClineText(t *testing.T) {
 }
 
 // TestPromptShapes: prompts the CLI would take for a command or an option reach the model as
-// the prompt (docs/cline-cli.md "The prompt": "PONG" alone is rejected by the CLI; the server shapes it).
+// the prompt (docs/cline-cli.md "The prompt": "PONG" alone is rejected by the CLI; the server shapes it),
+// followed only by the run's policy block.
 func TestPromptShapes(t *testing.T) {
 	w := newWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")))
 	for i, p := range []string{"PONG", "-PONG"} {
@@ -69,8 +70,9 @@ func TestPromptShapes(t *testing.T) {
 		mcpsession.WantOK(t, res, sc)
 		c := w.chats(i + 1)
 		msgs := c[i].Messages()
-		if got := strings.TrimSpace(msgs[len(msgs)-1][1]); got != p {
-			t.Errorf("prompt %q: the model saw %q", p, got)
+		got := strings.TrimSpace(msgs[len(msgs)-1][1])
+		if head, _, ok := strings.Cut(got, "\n\nPolicy for this run"); !ok || head != p {
+			t.Errorf("prompt %q: the model saw %q, want the prompt then the policy block", p, got)
 		}
 	}
 }

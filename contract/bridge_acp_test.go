@@ -89,7 +89,7 @@ func TestBridgeACPApplyAndPolicy(t *testing.T) {
 		t.Errorf("diff %q lacks the edit", mcpsession.Str(sc, "diff"))
 	}
 	rej, _ := sc["rejectedToolCalls"].([]any)
-	if len(rej) != 1 || !strings.Contains(mcpsession.Str(rej[0].(map[string]any), "reason"), "commits are not allowed") {
+	if len(rej) != 1 || !strings.Contains(mcpsession.Str(rej[0].(map[string]any), "reason"), "git commit can move a ref or write .git") {
 		t.Errorf("rejectedToolCalls %v, want the commit", sc["rejectedToolCalls"])
 	}
 

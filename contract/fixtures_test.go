@@ -24,7 +24,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
-// fixture is one recorded scenario that cmd/fake-cline reproduces, and how to make the real CLI
+// fixture is one recorded scenario that internal/cmd/fake-cline reproduces, and how to make the real CLI
 // do the same thing against the fake provider.
 type fixture struct {
 	name        string // the recording it mirrors
@@ -84,7 +84,7 @@ func fixtures() []fixture {
 	}
 }
 
-// TestFakeCLIMatchesRealCLI runs each fixture through the real CLI and through cmd/fake-cline
+// TestFakeCLIMatchesRealCLI runs each fixture through the real CLI and through internal/cmd/fake-cline
 // with the argv and environment the server uses, and compares what a bridge can observe: the
 // exit code, the sequence of stdout event shapes (type, hook/event/content kind, finish reason,
 // and the set of JSON key paths, with repeats collapsed), and the JSON stderr lines. A

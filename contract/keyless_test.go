@@ -3,6 +3,7 @@
 package contract
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,8 @@ import (
 // TestProvidersHonourBaseURL: for every provider whose key the egress proxy holds for a container
 // (cline.KeyAuthOf), the real CLI sends its model request to <baseUrl>/<its API path> — the
 // baseUrl's own path kept — with the saved key in the header KeyAuth names. This is what lets
-// a key-less container point the provider at the forwarder on its loopback. (The fake provider
+// a key-less container point the provider at the forwarder on its loopback, and it sends nothing
+// else there: every request is one the egress proxy lends the key to. (The fake provider
 // speaks only chat completions: the other providers' calls fail after the request is recorded.)
 func TestProvidersHonourBaseURL(t *testing.T) {
 	paths := map[string]string{"anthropic": "/v1/messages", "openai-native": "/v1/responses",
@@ -39,6 +41,10 @@ func TestProvidersHonourBaseURL(t *testing.T) {
 			seen = append(seen, r.Method+" "+r.Path)
 			if r.Path == path && r.Header.Get(auth.Header) == auth.HeaderValue("sk-contract-"+id) {
 				found = true
+			}
+			// The egress proxy lends the key to these requests only (cline.APIEndpoints).
+			if !slices.Contains(cline.APIEndpoints(id), r.Method+" "+strings.TrimPrefix(r.Path, "/v1")) {
+				t.Errorf("%s: the CLI sent %s %s, which the egress proxy would refuse a key-less run", id, r.Method, r.Path)
 			}
 		}
 		if !found {

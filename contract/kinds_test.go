@@ -42,11 +42,11 @@ func TestProviderFailures(t *testing.T) {
 		{name: "401 not retried", steps: []fakeprovider.Step{fakeprovider.Error(401, nil)},
 			kind: "non_zero_exit", attempts: 1, chats: 1, message: "Incorrect API key"},
 		// The local backend ignores -t and SIGTERM (docs/cline-cli.md "Backends, signals and stdio"): the server's own deadline
-		// and SIGINT/SIGKILL end the run; timeouts <= 120 s are retried once. 15 s leaves the
+		// and SIGINT/SIGKILL end the run; timeoutSeconds is the call's, so a timeout is not retried. 15 s leaves the
 		// CLI time to reach the model on a loaded 2-core machine (its start alone took up to
 		// ~9 s there with the Docker half running alongside; 6 s was too short).
 		{name: "hang times out", steps: []fakeprovider.Step{fakeprovider.Hang()}, timeout: 15,
-			kind: "timeout", attempts: 2, message: "15 s", max: 90 * time.Second},
+			kind: "timeout", attempts: 1, message: "15 s", max: 90 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -181,7 +181,7 @@ func TestKubernetesApplyEdit(t *testing.T) {
 }
 
 // wantKubernetes checks that the call ran in a pod, hardened, under the deny-all policy, with
-// the provider's key inside.
+// the provider's key outside it (the pod's egress sidecar added it).
 func wantKubernetes(t *testing.T, sc map[string]any) {
 	t.Helper()
 	enf, _ := sc["enforcement"].(map[string]any)
@@ -190,9 +190,9 @@ func wantKubernetes(t *testing.T, sc map[string]any) {
 		fmt.Sprint(ctr["capDrop"]) != "[ALL]" || !strings.Contains(fmt.Sprint(ctr["network"]), "deny-all") {
 		t.Errorf("isolation %v, enforcement %v", sc["isolation"], enf)
 	}
-	// The key goes into the pod (no egress proxy holds it there), and the result says so.
-	if !strings.Contains(fmt.Sprint(enf["credentialInside"]), "Kubernetes") {
-		t.Errorf("enforcement.credentialInside = %v, want the Kubernetes reason", enf["credentialInside"])
+	// The key stays with the pod's egress sidecar (the provider still gets it: the callers check).
+	if enf["credentialOutside"] != true || enf["egress"] != "policy" {
+		t.Errorf("enforcement.credentialOutside = %v, egress %v; want the key outside the pod, under its policy", enf["credentialOutside"], enf["egress"])
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // TestACPMatrix: the ACP engine on the host and in a container (the fake image, `--network none`):
-// a conversation continues with its sessionId in a new process (a container is never kept warm),
+// a conversation continues with its sessionId (a Docker session in its kept container),
 // the container session's CLI data lives in its own directory under --sessions-dir, an analysis
 // edit is rejected before it runs, and the world's leak check (processes, containers, copies)
 // holds.

@@ -142,7 +142,7 @@ func TestACPPermissionPolicy(t *testing.T) {
 	}
 	wantOK(t, apply)
 	rej, _ = apply["rejectedToolCalls"].([]any)
-	if len(rej) != 1 || rej[0].(map[string]any)["tool"] != "run_commands" || !strings.Contains(rej[0].(map[string]any)["reason"].(string), "commits are not allowed") {
+	if len(rej) != 1 || rej[0].(map[string]any)["tool"] != "run_commands" || !strings.Contains(rej[0].(map[string]any)["reason"].(string), "git commit can move a ref or write .git") {
 		t.Errorf("rejectedToolCalls %v, want the commit command", apply["rejectedToolCalls"])
 	}
 	if diff, _ := apply["diff"].(string); !strings.Contains(diff, "done.txt") {

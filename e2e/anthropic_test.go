@@ -22,6 +22,9 @@ import (
 type fakeAnthropic struct {
 	calls    []toolUse
 	truncate bool
+	// script, when set, replaces the calls: it returns the content blocks (text and tool_use) of
+	// the answer to a request; a tool_use among them makes the stop reason tool_use.
+	script func(req messagesRequest) []map[string]any
 
 	ln  net.Listener
 	srv *http.Server
@@ -42,6 +45,7 @@ type apiRequest struct {
 	Path   string
 	Stream bool
 	Body   messagesRequest
+	Raw    []byte // the body as sent
 }
 
 type messagesRequest struct {
@@ -52,9 +56,10 @@ type messagesRequest struct {
 }
 
 type apiTool struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	InputSchema map[string]any `json:"input_schema"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description"`
+	InputSchema  map[string]any `json:"input_schema"`
+	DeferLoading bool           `json:"defer_loading"`
 }
 
 type apiMessage struct {
@@ -65,6 +70,8 @@ type apiMessage struct {
 // block is a content block of a message (the fields the tests read).
 type block struct {
 	Type      string          `json:"type"`
+	ID        string          `json:"id"`   // tool_use
+	Name      string          `json:"name"` // tool_use
 	Text      string          `json:"text"`
 	ToolUseID string          `json:"tool_use_id"`
 	IsError   bool            `json:"is_error"`
@@ -148,7 +155,7 @@ func (f *fakeAnthropic) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	f.requests = append(f.requests, apiRequest{Path: r.URL.String(), Stream: req.Stream, Body: req})
+	f.requests = append(f.requests, apiRequest{Path: r.URL.String(), Stream: req.Stream, Body: req, Raw: body})
 	f.mu.Unlock()
 
 	msg := f.answer(req)
@@ -202,6 +209,14 @@ func (f *fakeAnthropic) answer(req messagesRequest) map[string]any {
 		c := f.calls[done]
 		content = []map[string]any{{"type": "tool_use", "id": fmt.Sprintf("toolu_fake_%d", done+1), "name": c.Name, "input": c.Input}}
 		stop = "tool_use"
+	}
+	if f.script != nil {
+		content, stop = f.script(req), "end_turn"
+		for _, c := range content {
+			if c["type"] == "tool_use" {
+				stop = "tool_use"
+			}
+		}
 	}
 	return map[string]any{
 		"id": fmt.Sprintf("msg_fake_%d", done+1), "type": "message", "role": "assistant", "model": req.Model,

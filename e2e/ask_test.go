@@ -151,7 +151,8 @@ func TestAskClinePong(t *testing.T) {
 	}
 	r := recs[0]
 	argv := r.Argv[1:]
-	if argv[len(argv)-1] != "Reply with the word PONG" {
+	// The prompt is the last element, followed by the run's policy block.
+	if !strings.HasPrefix(argv[len(argv)-1], "Reply with the word PONG\n\nPolicy for this run") {
 		t.Errorf("prompt is not the last argv element: %q", argv)
 	}
 	for _, pair := range [][2]string{{"-c", e.work}, {"--auto-approve", "true"}, {"--thinking", "high"}, {"-s", "Be terse."}} {

@@ -19,29 +19,42 @@ import (
 // loopback, which makes the model call our tools; Claude Code starts cline-mcp, which drives the
 // fake Cline. Every session must end cleanly: exit 0, no MCP protocol fault in Claude Code's
 // debug log, nothing left running.
+//
+// It runs the pinned release and the newest one. The newest defers our tools behind its
+// ToolSearch tool: there the fake model first searches with the words a user would use for the
+// tool (toolQueries), reads the tool_reference results and calls the tool only if the search
+// found it (see searchingModel); and the session must have negotiated protocol 2026-07-28
+// through server/discover. The newest release runs once more opening with initialize, the path it
+// falls back to for a server that does not answer server/discover in time.
 func TestClaudeCode(t *testing.T) {
+	for _, v := range []string{claudeCodeVersion, claudeCodeLatest, claudeCodeLatest + legacyHandshake} {
+		t.Run(v, func(t *testing.T) { claudeCodeSuite(t, v) })
+	}
+}
+
+func claudeCodeSuite(t *testing.T, v string) {
 	t.Run("tools offered with their schemas; the answer reaches the model intact (streaming)", func(t *testing.T) {
-		answerIntact(t, false)
+		answerIntact(t, v, false)
 	})
 	t.Run("the answer reaches the model intact (non-streaming)", func(t *testing.T) {
-		answerIntact(t, true)
+		answerIntact(t, v, true)
 	})
-	t.Run("failures reach the model as is_error with the kind", claudeFailures)
-	t.Run("a long call with progress completes", claudeLongCall)
-	t.Run("MCP_TOOL_TIMEOUT cancels the run", func(t *testing.T) { claudeToolTimeout(t, nil) })
+	t.Run("failures reach the model as is_error with the kind", func(t *testing.T) { claudeFailures(t, v) })
+	t.Run("a long call with progress completes", func(t *testing.T) { claudeLongCall(t, v) })
+	t.Run("MCP_TOOL_TIMEOUT cancels the run", func(t *testing.T) { claudeToolTimeout(t, v, nil) })
 	// Progress flows (every 50 ms) when the timeout fires: nothing for the token after the cancel.
 	t.Run("MCP_TOOL_TIMEOUT cancels a run that reports progress", func(t *testing.T) {
-		claudeToolTimeout(t, []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=100ms"})
+		claudeToolTimeout(t, v, []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=100ms"})
 	})
-	t.Run("Ctrl-C during a call leaves nothing running", claudeInterrupted)
+	t.Run("Ctrl-C during a call leaves nothing running", func(t *testing.T) { claudeInterrupted(t, v) })
 }
 
 // intactAnswer has what a careless bridge would mangle: non-ASCII, both quotes, backslashes,
 // HTML-ish characters, tabs and newlines.
 const intactAnswer = "Grüße, 世界 🌍 — \"double\" and 'single' quotes,\nback\\slash <b>&amp;</b>\ttab\n\nlast line"
 
-func answerIntact(t *testing.T, nonStreaming bool) {
-	c := newClaudeWorld(t, worldOpts{})
+func answerIntact(t *testing.T, v string, nonStreaming bool) {
+	c := newClaudeWorldAt(t, v, worldOpts{})
 	r := c.run(runOpts{truncate: nonStreaming, calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{
 		"prompt": "Answer fake:pong?text=" + url.QueryEscape(intactAnswer), "cwd": c.work}}}})
 	r.wantClean(t)
@@ -78,7 +91,9 @@ func answerIntact(t *testing.T, nonStreaming bool) {
 		if unstreamed || !streamed {
 			t.Errorf("want streaming requests only, got streamed %v, non-streaming %v", streamed, unstreamed)
 		}
-		wantToolSchemas(t, reqs[0])
+		if c.version == claudeCodeVersion { // the newest release defines our tools only once searched: TestClaudeCodeToolSearch
+			wantToolSchemas(t, reqs[0])
+		}
 	}
 }
 
@@ -138,8 +153,8 @@ func wantToolSchemas(t *testing.T, req apiRequest) {
 
 // claudeFailures: a failed run, invalid arguments and a failed apply each reach the model as a
 // tool_result with is_error and our text, which names the kind first.
-func claudeFailures(t *testing.T) {
-	c := newClaudeWorld(t, worldOpts{})
+func claudeFailures(t *testing.T, v string) {
+	c := newClaudeWorldAt(t, v, worldOpts{})
 	r := c.run(runOpts{calls: []toolUse{
 		{Name: "mcp__cline__ask_cline", Input: map[string]any{"prompt": "Go fake:http_401", "cwd": c.work}},
 		{Name: "mcp__cline__ask_cline", Input: map[string]any{"prompt": "Go", "cwd": c.work, "timeoutSeconds": 301}},
@@ -167,8 +182,8 @@ func claudeFailures(t *testing.T) {
 
 // claudeLongCall: a call that runs for many heartbeats, sending progress all along, completes
 // and its answer reaches the model; every notification was written before the result.
-func claudeLongCall(t *testing.T) {
-	c := newClaudeWorld(t, worldOpts{env: []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=1s"}})
+func claudeLongCall(t *testing.T, v string) {
+	c := newClaudeWorldAt(t, v, worldOpts{env: []string{"CLINE_MCP_TEST_PROGRESS_HEARTBEAT=1s"}})
 	r := c.run(runOpts{calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{
 		"prompt": "Work fake:slow?seconds=12&interval_ms=400", "cwd": c.work}}}})
 	r.wantClean(t)
@@ -192,10 +207,11 @@ func claudeLongCall(t *testing.T) {
 // the Cline process is stopped, the server withholds the response (Claude Code already gave the
 // model a timeout error) and logs the outcome. With env (test hooks) the server reports
 // progress, and nothing for the token may follow the cancel.
-func claudeToolTimeout(t *testing.T, env []string) {
-	c := newClaudeWorld(t, worldOpts{env: env})
+func claudeToolTimeout(t *testing.T, v string, env []string) {
+	c := newClaudeWorldAt(t, v, worldOpts{env: env})
 	r := c.run(runOpts{env: []string{"MCP_TOOL_TIMEOUT=3000"}, calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{
-		"prompt": "Wait fake:hang", "cwd": c.work}}}})
+		"prompt": "Wait fake:hang", "cwd": c.work}}},
+		holdFinal: func() bool { return strings.Contains(c.log(), "the client cancelled a request") }})
 	if env == nil {
 		r.wantClean(t)
 	} else {
@@ -223,8 +239,8 @@ func claudeToolTimeout(t *testing.T, env []string) {
 // claudeInterrupted: the user interrupts Claude Code (SIGINT) while a call runs. Claude Code
 // cancels the call and stops the server; the server stops Cline and withholds the response;
 // nothing of the session survives (the world's leak check runs after Claude Code exited).
-func claudeInterrupted(t *testing.T) {
-	c := newClaudeWorld(t, worldOpts{})
+func claudeInterrupted(t *testing.T, v string) {
+	c := newClaudeWorldAt(t, v, worldOpts{})
 	r := c.run(runOpts{
 		calls: []toolUse{{Name: "mcp__cline__ask_cline", Input: map[string]any{"prompt": "Wait fake:hang", "cwd": c.work}}},
 		interruptWhen: func() bool { // the fake Cline records its start first thing

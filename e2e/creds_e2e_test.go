@@ -16,7 +16,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
-// Tokens of the credential attack tests (issue 28, holes 3 and 5).
+// Tokens of the credential attack tests.
 const (
 	credOldAccess  = "workos:old-access-token-0123456789"
 	credOldRefresh = "old-refresh-token-0123456789"
@@ -58,7 +58,7 @@ func credEnv(t *testing.T) (*env, *fakeprovider.Provider) {
 	return e, prov
 }
 
-// TestDockerCredentialsNeverComeBack (issue 28, hole 5): before the run the host refreshes the
+// TestDockerCredentialsNeverComeBack: before the run the host refreshes the
 // token that would expire during it (one request to the fake provider's refresh endpoint, with
 // the saved refresh token); the container's copy holds the new access token and no refresh token;
 // a run that swaps in another account's tokens, or plants a nested userInfo with an endpoint and a
@@ -98,7 +98,7 @@ func TestDockerCredentialsNeverComeBack(t *testing.T) {
 	}
 }
 
-// TestDockerDeepSettingsCopyKeepsTheServerAlive (issue 28, hole 3): a container that leaves 4 MiB
+// TestDockerDeepSettingsCopyKeepsTheServerAlive: a container that leaves 4 MiB
 // of nested "[" as its settings copy used to kill the server in the merge-back (a Go stack
 // overflow: no answer for anyone). Now that call answers with a warning, another call in flight
 // meanwhile (held in its container until the first has answered) answers too, and the server

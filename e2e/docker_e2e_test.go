@@ -237,7 +237,7 @@ func testDockerOverrideKeepsNeitherTokenNorTrackedFields(t *testing.T, eng engin
 	if p["lastUsedProvider"] != "openai-compatible" || mcpsession.Dig(p, "providers", "openai-native", "settings", "model") != "gpt-saved" {
 		t.Errorf("tracked fields leaked from the container's copy: lastUsedProvider=%v model=%v", p["lastUsedProvider"], mcpsession.Dig(p, "providers", "openai-native", "settings", "model"))
 	}
-	// Nothing about credentials comes back from a container (issue 28): the run's token is dropped
+	// Nothing about credentials comes back from a container: the run's token is dropped
 	// with a warning naming the field.
 	if got := mcpsession.Dig(p, "providers", "openai-native", "settings", "auth", "accessToken"); got == "tok-docker-1" {
 		t.Errorf("the container's token reached the host: %v", got)

@@ -17,7 +17,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
-// The egress attacks of issue 28 through the real engine: a hostile run (the fake CLI's
+// The egress attacks through the real engine: a hostile run (the fake CLI's
 // attack_network) tries every way past the proxy. Each test first proves, with a control
 // container on the test's own internal network (nothing guards it but Docker), that the target
 // exists and is reachable; then that a provider-mode run cannot reach it. Every target is on
@@ -171,7 +171,7 @@ func networkGateway(t *testing.T, network string) string {
 	return strings.Fields(dockerCLI(t, "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}} {{end}}", network))[0]
 }
 
-// TestDockerEgressAttackHost is issue 28's second hole and its untested routes: a listener on
+// TestDockerEgressAttackHost is the attack on the proxy's host and its other routes: a listener on
 // the host bound to every address (TCP and UDP) is reachable from a container on the test's
 // internal network through its gateway (the control); a provider-mode run reaches it through
 // no address of the host, IPv4 or IPv6, TCP or UDP, and has no interface but loopback.
@@ -222,7 +222,7 @@ func TestDockerEgressAttackHost(t *testing.T) {
 	}
 }
 
-// TestDockerEgressAttackZone is issue 28's first hole: with a wildcard rule *.domain:18080, a
+// TestDockerEgressAttackZone is the zone-bypass attack: with a wildcard rule *.domain:18080, a
 // CONNECT to [::ffff:<provider's IPv4>%25x.domain]:18080 (the zone ends in the domain; the
 // dialer ignores it and dials the IPv4-mapped address) and an absolute-form GET of the same
 // must be refused, as must the proxy's own loopback in that spelling. The control: the provider
@@ -260,7 +260,7 @@ func TestDockerEgressAttackZone(t *testing.T) {
 	}
 }
 
-// TestDockerEgressAttackOtherRun is issue 28's seventh hole: two runs of one server at the same
+// TestDockerEgressAttackOtherRun is the attack on another run: two runs of one server at the same
 // time. The control: two containers on one network reach each other. Then run A listens on
 // every address of its container while run B, started while A runs, connects to every address
 // the engine gave A: A has none but loopback, and nothing reaches it.

@@ -16,7 +16,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
 )
 
-// Escape tests through the real engine with the fake image (issue 10): each attack scenario writes
+// Escape tests through the real engine with the fake image: each attack scenario writes
 // its marker first and reports every step, so a test fails when the attack never ran; then the
 // host must show no trace of it beyond the run's own files.
 
@@ -150,7 +150,7 @@ func TestDockerEscapeSettingsRewrites(t *testing.T) {
 		t.Fatalf("the rewrite reached the host's providers.json:\n%s", raw)
 	}
 	p := e.readProviders()
-	// Nothing about credentials comes back from a container (issue 28): not even its "refresh".
+	// Nothing about credentials comes back from a container: not even its "refresh".
 	if got := mcpsession.Dig(p, "providers", "openai-compatible", "settings", "auth", "accessToken"); got != "tok-old" {
 		t.Errorf("the container's token reached the host: %v, want tok-old kept", got)
 	}

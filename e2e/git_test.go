@@ -119,7 +119,7 @@ func workspaceCleanup(t *testing.T, w *world) {
 		t.Errorf("got worktree %v, want commit %s removed", wt, head)
 	}
 	res, sc = w.call("ask_cline_workspace", map[string]any{"cwd": repo, "prompt": "go fake:hang", "timeoutSeconds": 1})
-	wantResult(t, res, sc, "timeout", 2)
+	wantResult(t, res, sc, "timeout", 1)
 	if wts, _ := worktrees(repo); len(wts) != 1 {
 		t.Errorf("worktrees left after a timeout: %v", wts)
 	}

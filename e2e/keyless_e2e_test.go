@@ -77,7 +77,11 @@ func TestKeylessContainer(t *testing.T) {
 			}
 			e.startWithEnv(env, append(args, "--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage,
 				"--docker-network", w.network)...)
-			prompt := fmt.Sprintf("Call fake:call_provider?header=%s&extra_auth=sk-attacker-other-account&needle=%s", tc.header, masked(key))
+			api := "chat/completions" // the API path the proxy lends the key to
+			if tc.header == "X-Api-Key" {
+				api = "messages"
+			}
+			prompt := fmt.Sprintf("Call fake:call_provider?path=%s&header=%s&extra_auth=sk-attacker-other-account&needle=%s", api, tc.header, masked(key))
 			if tc.fromEnv {
 				prompt += "&key=OPENAI_API_KEY"
 			}
@@ -87,7 +91,7 @@ func TestKeylessContainer(t *testing.T) {
 			if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
 				t.Fatalf("report %q: %v", sc["text"], err)
 			}
-			if rep["status"] != float64(200) || rep["head"] != "fake provider ok /v1/echo" {
+			if rep["status"] != float64(200) || rep["head"] != "fake provider ok /v1/"+api {
 				t.Errorf("the provider was not reached through the proxy: %v", rep)
 			}
 			if rep["base_url"] != "http://127.0.0.1:3129/v1" || rep["api_key_prefix"] != "sk-cline-mcp-placeholder-" {
@@ -182,10 +186,10 @@ func TestKeylessCost(t *testing.T) {
 	keyless, keyed := server("openai-compatible"), server("deepseek")
 	call := func(e *env, outside bool) time.Duration {
 		start := time.Now()
-		sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Call fake:call_provider"})
+		sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Call fake:call_provider?path=chat/completions"})
 		d := time.Since(start)
 		wantDockerOK(t, sc)
-		if !strings.Contains(mcpsession.Str(sc, "text"), "fake provider ok /v1/echo") {
+		if !strings.Contains(mcpsession.Str(sc, "text"), "fake provider ok /v1/chat/completions") {
 			t.Fatalf("the provider was not reached: %s", sc["text"])
 		}
 		if enf, _ := enforcementOf(t, sc); enf["credentialOutside"] != outside {

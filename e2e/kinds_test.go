@@ -38,7 +38,7 @@ func TestOutcomeKinds(t *testing.T) {
 		{name: "module not found", prompt: "go fake:module_not_found", kind: "cline_updating", attempts: 2, message: "missing or being updated"},
 		{name: "completed then exit 1", prompt: "go fake:completed_then_exit1", ok: true, attempts: 1, message: "PONG", warning: "exited with code 1 after a completed result"},
 		{name: "completed then SIGTERM", prompt: "go fake:completed_then_sigterm", ok: true, attempts: 1, message: "PONG", warning: "SIGTERM"},
-		{name: "timeout retried when <=120", prompt: "go fake:hang", timeout: 1, kind: "timeout", attempts: 2, message: "1 s"},
+		{name: "timeout not retried: it used the call's time", prompt: "go fake:hang", timeout: 1, kind: "timeout", attempts: 1, message: "1 s"},
 		{name: "denied tools abort", prompt: "Create x.txt fake:tool_denied_abort", kind: "non_zero_exit", attempts: 1},
 	}
 	for _, c := range cases {
@@ -100,8 +100,8 @@ func TestTimeoutOver120NotRetried(t *testing.T) {
 	if !strings.Contains(msg, "2 s") {
 		t.Errorf("timeout message %q does not name the configured limit", msg)
 	}
-	if mcpsession.Num(sc, "attempts") != 2 {
-		t.Errorf("got attempts %v, want 2 for timeoutSeconds 2 (<= 120)", sc["attempts"])
+	if mcpsession.Num(sc, "attempts") != 1 {
+		t.Errorf("got attempts %v, want 1: timeoutSeconds is the call's, and a timeout leaves nothing of it for a retry", sc["attempts"])
 	}
 	if !strings.Contains(mcpsession.Str(sc, "retryable"), "") || sc["retryable"] != true {
 		t.Errorf("a timeout should be marked retryable, got %v", sc["retryable"])

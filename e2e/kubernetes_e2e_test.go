@@ -116,8 +116,9 @@ func TestKubernetesTools(t *testing.T) {
 	}
 }
 
-// TestKubernetesServerKilled: a server killed (SIGKILL) during a call leaves its pod running; the
-// next server of this host deletes it at start-up (its instance is dead), and doctor
+// TestKubernetesServerKilled: a server killed (SIGKILL) during a call does not leave its pod
+// running: its watchdog (the lifeline) deletes the pod and its NetworkPolicy at once — gone,
+// not ended by the pod's own deadline (which would leave a Failed pod) — and doctor
 // --isolation kubernetes reports the cluster, the permissions and whether the cluster enforces
 // the runs' NetworkPolicy.
 func TestKubernetesServerKilled(t *testing.T) {
@@ -135,19 +136,30 @@ func TestKubernetesServerKilled(t *testing.T) {
 	if !mcpsession.Eventually(60*time.Second, func() bool { return w.pods() == 1 }) {
 		t.Fatal("the call's pod never appeared")
 	}
+	list, _ := w.cs.CoreV1().Pods(w.ns).List(context.Background(), metav1.ListOptions{})
+	if list == nil || len(list.Items) != 1 || list.Items[0].Spec.ActiveDeadlineSeconds == nil {
+		t.Fatal("the call's pod has no deadline")
+	}
+	deadline := time.Duration(*list.Items[0].Spec.ActiveDeadlineSeconds) * time.Second
 	if err := e.sess.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-e.sess.Exited()
-	time.Sleep(time.Second)
-	if n := w.pods(); n != 1 {
-		t.Fatalf("after the kill: %d pods, want the orphan", n)
+	// Polls of 100 ms, bounded well inside the pod's own deadline (a minute and more).
+	polls, gone := 0, false
+	for ; polls < int(deadline/(200*time.Millisecond)) && !gone; polls++ {
+		time.Sleep(100 * time.Millisecond)
+		pols, _ := w.cs.NetworkingV1().NetworkPolicies(w.ns).List(context.Background(), metav1.ListOptions{})
+		gone = w.pods() == 0 && pols != nil && len(pols.Items) == 0
 	}
-	e2 := newEnvLike(t, e, w.args()...)
-	if !mcpsession.Eventually(60*time.Second, func() bool { return w.pods() == 0 }) {
-		t.Errorf("the next server did not sweep the orphan pod: %d left", w.pods())
+	t.Logf("the dead server's pod and policy were gone after %d polls (its deadline: %v)", polls, deadline)
+	if !gone {
+		t.Fatalf("the dead server's pod or policy is still there after %d polls: %d pods", polls, w.pods())
 	}
-	e2.sess.Stop()
+	// The watchdog did it (it shares the server's stderr), not the pod's end.
+	if !mcpsession.Eventually(10*time.Second, func() bool { return strings.Contains(e.sess.Stderr(), "containers=1") }) {
+		t.Errorf("the watchdog did not say it removed the pod:\n%s", e.sess.Stderr())
+	}
 
 	out, err := exec.Command(bins.ClineMCP, append([]string{"doctor"}, w.args()...)...).CombinedOutput()
 	// doctor's probe finds out what the test cluster does with NetworkPolicy (kube-router

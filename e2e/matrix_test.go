@@ -51,7 +51,7 @@ var scenarios = []scenario{
 	{name: "completed", prompt: "Reply with PONG please", want: both(expect{attempts: 1, contains: "PONG"})},
 	{name: "non_zero_exit 401 not retried", prompt: "go fake:http_401", want: both(expect{kind: "non_zero_exit", attempts: 1, contains: "API key"})},
 	{name: "transient_provider_error 503 retried once", prompt: "go fake:http_503", want: both(expect{kind: "transient_provider_error", attempts: 2})},
-	{name: "timeout retried when timeoutSeconds<=120", prompt: "go fake:hang", args: map[string]any{"timeoutSeconds": 2}, want: both(expect{kind: "timeout", attempts: 2, contains: "2 s"})},
+	{name: "timeout not retried: timeoutSeconds is the call's", prompt: "go fake:hang", args: map[string]any{"timeoutSeconds": 2}, want: both(expect{kind: "timeout", attempts: 1, contains: "2 s"})},
 	{name: "cline_updating module_not_found retried once", prompt: "go fake:module_not_found", want: both(expect{kind: "cline_updating", attempts: 2, contains: "missing or being updated"})},
 	{name: "launch_failed invalid input", prompt: "hi there", args: map[string]any{"timeoutSeconds": 301}, want: both(expect{kind: "launch_failed", contains: "timeoutSeconds"})},
 	{name: "launch_failed CLI or image missing", custom: launchMissing},

@@ -252,25 +252,6 @@ func TestWorkspacePoolExpiresAndConcurrentCallsShareNothing(t *testing.T) {
 	e.noWorktreesLeft("after the idle time")
 }
 
-// TestWorkspacePoolSweptAfterCrash: the idle worktrees of a server that was killed are removed by
-// the next server's start-up sweep.
-func TestWorkspacePoolSweptAfterCrash(t *testing.T) {
-	e := prepareEnv(t)
-	gitInit(t, e.work, poolRepo)
-	e.start("--workspace-pool", "1")
-	res, sc := e.call("ask_cline_workspace", map[string]any{"prompt": "Read fake:read?path=README.md", "cwd": e.work})
-	mcpsession.WantOK(t, res, sc)
-	wantPool(t, sc, false, true)
-	idle := e.lastCwd()
-	_ = e.sess.Cmd.Process.Kill()
-	<-e.sess.Exited()
-	if !exists(idle) {
-		t.Fatalf("the idle worktree is gone after SIGKILL; the test proves nothing")
-	}
-	newEnvLike(t, e, "--workspace-pool", "1")
-	e.noWorktreesLeft("after the next server's sweep")
-}
-
 // poolStateReport checks a probe_pool_state answer: no read hung, nothing odd left.
 func poolStateReport(t *testing.T, sc map[string]any) {
 	t.Helper()

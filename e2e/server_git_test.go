@@ -245,25 +245,3 @@ func TestRepoWithFailingHooksStillWorks(t *testing.T) {
 	res, sc = e.call("apply_cline_edits", map[string]any{"prompt": "Edit fake:edit?path=h.txt", "cwd": e.work})
 	mcpsession.WantOK(t, res, sc)
 }
-
-func TestCrashLeftoverWorktreeSweptAtStart(t *testing.T) {
-	e := newEnv(t)
-	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
-	// Simulate a crash: kill the server while a workspace run is in flight.
-	leftover := e.hangingWorkspaceRun().Cwd
-	_ = e.sess.Cmd.Process.Kill()
-	<-e.sess.Exited()
-	killGroup(e.records()[0].PGID)
-	if len(worktreeList(t, e.work)) != 2 {
-		t.Fatalf("no leftover worktree after the crash: %v", worktreeList(t, e.work))
-	}
-	// A new server over the same temp dir sweeps it at start-up.
-	e2 := newEnvLike(t, e)
-	_ = e2
-	if !mcpsession.Eventually(20*time.Second, func() bool { return len(worktreeList(t, e.work)) == 1 }) {
-		t.Errorf("the leftover worktree was not swept: %v", worktreeList(t, e.work))
-	}
-	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
-		t.Errorf("the leftover dir %s still exists", leftover)
-	}
-}

@@ -17,9 +17,16 @@ import (
 // TestSetupClaudeCodeMcpList: `cline-mcp setup claude-code` writes the user-scope entry into
 // ~/.claude.json, keeping what Claude Code already had there, and Claude Code's own
 // `claude mcp list` (HOME pointed at a fresh directory, in a private network namespace) reads it,
-// starts the server by the path setup wrote, and reports it connected.
+// starts the server by the path setup wrote, and reports it connected; with both Claude Code
+// releases the suite runs.
 func TestSetupClaudeCodeMcpList(t *testing.T) {
-	bin := claudeCode(t)
+	for _, v := range []string{claudeCodeVersion, claudeCodeLatest} {
+		t.Run(v, func(t *testing.T) { setupClaudeMcpList(t, v) })
+	}
+}
+
+func setupClaudeMcpList(t *testing.T, version string) {
+	bin := claudeCode(t, version)
 	home := t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + t.TempDir(),
 		"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",

@@ -17,6 +17,10 @@ const (
 	EgressNone EgressMode = "none"
 	// EgressOpen: the container joins the executor's network as it is.
 	EgressOpen EgressMode = "open"
+	// EgressPolicy: the run reaches what a policy of its orchestrator allows (a Kubernetes pod's
+	// NetworkPolicy); ContainerReport.Allowed says what, as the policy was stored. Not a Docker
+	// mode.
+	EgressPolicy EgressMode = "policy"
 )
 
 // EgressModes lists every EgressMode, strictest first.

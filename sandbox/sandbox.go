@@ -144,11 +144,17 @@ type Spec struct {
 	// executor allows every run (the provider's API); used when the executor's egress is
 	// restricted to an allow-list.
 	Egress []string
+	// AllowOnly, when not nil, is the part of the executor's own allowed endpoints (--egress-allow)
+	// this run may reach: a repository's policy narrowed them.
+	AllowOnly *[]string
 	// Credential, when set, is the provider credential the executor's egress proxy adds to the
 	// run's provider requests, so the run itself never holds it: the run's settings point its
 	// provider at ProviderProxyURL and carry a placeholder instead. An executor that cannot
 	// keep it outside (no egress proxy) refuses the Spec instead of passing it in.
 	Credential *Credential
+	// Started, when set, is told what the container was created with, before it starts (what
+	// Exit.Container carries at the end): a run that outlives its call reports it early.
+	Started func(ContainerReport)
 }
 
 // ProviderProxyAddr is where a run whose Spec has a Credential finds its provider: a listener on
@@ -163,8 +169,30 @@ type Credential struct {
 	Upstream string
 	// Headers are set on every forwarded request, replacing whatever the run sent under these
 	// names and under Authorization, X-Api-Key and Api-Key: the credential, and the provider's
-	// custom headers from the user's settings. Never logged, never reported.
+	// custom headers from the user's settings. Never logged, never reported, scrubbed from
+	// the answers the run gets.
 	Headers map[string]string
+	// BasePath is the path of the provider's base URL ("/v1"), Endpoints the "METHOD /suffix"
+	// below it the run's CLI calls ("POST /chat/completions"): the credential is added to those
+	// requests only; every other method and path of the upstream is refused.
+	BasePath  string
+	Endpoints []string
+	// Allowance is what the run may spend with the credential; the proxy refuses its provider
+	// requests past it (a Refusal with Budget set).
+	Allowance Allowance
+}
+
+// Allowance bounds a run's provider requests at the egress proxy (Credential.Allowance); zero
+// fields set no limit.
+type Allowance struct {
+	// Requests is how many provider requests may be answered with success.
+	Requests int
+	// CostUSD is the most the tokens the answers report may cost, priced at InputUSDPerMTok
+	// and OutputUSDPerMTok (USD per million tokens).
+	CostUSD                           float64
+	InputUSDPerMTok, OutputUSDPerMTok float64
+	// Limits says where the numbers come from, for the refusal.
+	Limits string
 }
 
 // Defaults for Spec's graces. SettleGrace matches the seed's 500 ms settlement rule.
@@ -221,8 +249,11 @@ type ContainerReport struct {
 	Privileged      bool
 	// Network is the container's network mode: "none", or the network it joined.
 	Network string
-	// Egress is the executor's egress mode for the run (none, provider, open).
+	// Egress is the executor's egress mode for the run (none, provider, open, policy).
 	Egress EgressMode
+	// Allowed is what an EgressPolicy run's policy lets it reach, in the policy's words
+	// ("10.0.0.5/32:443/TCP", "kube-system/k8s-app=kube-dns:53/UDP"); empty otherwise.
+	Allowed []string
 	// Mounts are the run's mounts: where, read-only or writable, bind or copied.
 	Mounts []MountReport
 	// CredentialOutside is true when the run's provider credential stayed with the egress
@@ -247,6 +278,11 @@ type MountReport struct {
 type EgressReport struct {
 	Refused []Refusal
 	Allowed []Reached
+	// Answers and SpentUSD are what the proxy counted of a run whose credential it kept
+	// (Spec.Credential): successful provider answers, and their tokens priced at the
+	// allowance's rates (0 without a cost limit).
+	Answers  int
+	SpentUSD float64
 }
 
 // Reached is an endpoint a run reached through the egress proxy that is not its provider's: the
@@ -263,6 +299,9 @@ type Refusal struct {
 	Target string
 	Count  int
 	Reason string
+	// Budget is set when the proxy refused a provider request because the run's allowance
+	// (Credential.Allowance) was spent.
+	Budget bool
 }
 
 // Executor runs one Spec to completion. Run blocks until the child exited and its output was

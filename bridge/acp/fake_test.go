@@ -13,7 +13,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/acp"
 )
 
-// fakeBin is cmd/fake-cline, built once for the tests that run it as a child process.
+// fakeBin is internal/cmd/fake-cline, built once for the tests that run it as a child process.
 var fakeBin string
 
 func TestMain(m *testing.M) {
@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fakeBin = filepath.Join(dir, "fake-cline")
-	build := exec.Command("go", "build", "-o", fakeBin, "../../cmd/fake-cline")
+	build := exec.Command("go", "build", "-o", fakeBin, "../../internal/cmd/fake-cline")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build fake-cline: %v\n%s", err, out)

@@ -24,9 +24,12 @@ type ToolCall struct {
 	Input json.RawMessage
 }
 
-// Decision is a policy's answer. Reason explains a rejection; it is recorded in the Turn.
+// Decision is a policy's answer: allow, reject (Reason explains it; it is recorded in the Turn),
+// or Ask: the policy does not decide and the call is for a person (Resolve puts it to one; a
+// policy that asks and is not resolved rejects, since Allow is false).
 type Decision struct {
 	Allow  bool
+	Ask    bool
 	Reason string
 }
 
@@ -66,15 +69,16 @@ func ReadOnly(commands bool) Policy {
 		if commands && c.Tool == "run_commands" && c.Kind == "execute" {
 			return Decision{Allow: true}
 		}
-		return Decision{Reason: fmt.Sprintf("read-only analysis: %s (kind %s) is not allowed", orUnknown(c.Tool), orUnknown(c.Kind))}
+		return Decision{Reason: fmt.Sprintf("denied by policy: read-only analysis: %s (kind %s) is not allowed; do not retry", orUnknown(c.Tool), orUnknown(c.Kind))}
 	}
 }
 
-// Edits is the apply_cline_edits policy: every call is allowed except a command that would
-// create a commit or move a ref (git commit, merge, rebase, cherry-pick, revert, am, pull,
-// commit-tree, update-ref; see CommitCommand). Such a call is rejected before it runs. It is a
-// first line, not the guarantee: a script file or a git alias can still commit, which the run's
-// after-the-fact HEAD check catches.
+// Edits is the apply_cline_edits policy: every call is allowed except a command that may move a
+// git ref or write .git (GitCommand: git's subcommands are an allow-list of those that cannot —
+// status, diff, log, show, grep, blame, rev-parse, cat-file, …, checkout/restore of working-tree
+// files — and anything the check cannot read counts as denied). Such a call is rejected before it
+// runs, with a reason that tells the agent not to retry it. It is a first line, not the
+// guarantee: a script file can still commit, which the run's after-the-fact HEAD check catches.
 func Edits() Policy {
 	return func(_ context.Context, c ToolCall) Decision {
 		if c.Kind != "execute" && c.Tool != "run_commands" {
@@ -82,11 +86,11 @@ func Edits() Policy {
 		}
 		cmds, ok := commands(c.Input)
 		if !ok {
-			return Decision{Reason: "the command of this call cannot be read, so it cannot be checked for git commits"}
+			return Decision{Reason: "denied by policy: the command of this call cannot be read, so it cannot be checked for git ref moves; do not retry"}
 		}
 		for _, cmd := range cmds {
-			if why := CommitCommand(cmd); why != "" {
-				return Decision{Reason: "commits are not allowed: " + why}
+			if why := GitCommand(cmd); why != "" {
+				return Decision{Reason: "denied by policy: " + why + "; do not retry"}
 			}
 		}
 		return Decision{Allow: true}

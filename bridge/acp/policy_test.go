@@ -7,51 +7,119 @@ import (
 	"testing"
 )
 
-func TestCommitCommand(t *testing.T) {
+// TestGitCommand: the apply policy's command check lets through only git commands that can
+// neither move a ref nor write .git, in every form a shell line can take (env prefixes, git's
+// global options, quoting, sh -c, chains, substitutions, wrappers), and rejects what it cannot read.
+func TestGitCommand(t *testing.T) {
 	for _, tc := range []struct {
 		cmd  string
 		want string // "" allowed, else a substring of the reason
 	}{
+		// Allowed: reading, and writing only the working tree.
 		{"echo hi > out.txt", ""},
+		{"go test ./... && go vet ./...", ""},
 		{"git status --porcelain", ""},
 		{"git log -1 && git diff", ""},
-		{"git add -A", ""},
+		{"git -C sub --no-pager log --oneline -3", ""},
+		{"git show HEAD:README.md | head", ""},
+		{"git ls-files; git grep -n TODO; git blame x.go; git rev-parse HEAD; git cat-file -p HEAD", ""},
+		{"git branch", ""},
+		{"git branch -a --show-current", ""},
+		{"git branch --list 'feat*'", ""},
+		{"git tag", ""},
+		{"git tag -l 'v*'", ""},
+		{"git stash list", ""},
+		{"git remote -v", ""},
+		{"git checkout -- a.go b.go", ""},
+		{"git restore a.go", ""},
+		{"git apply fix.patch", ""},
+		{"git rev-parse --git-dir", ""},
 		{"grep -r commit .", ""},
 		{"echo 'git commit -m x'", ""},
-		{"git commit -m x", "git commit"},
-		{"git add -A && git commit -qm sneaky", "git commit"},
-		{"git -c user.name=m -c user.email=m@m commit -qm x", "git commit"},
-		{"git -C sub --no-pager commit --allow-empty -m x", "git commit"},
-		{"/usr/bin/git commit -m x", "git commit"},
-		{`git "commit" -m x`, "git commit"},
-		{`git com\mit -m x`, "git commit"},
-		{"env GIT_AUTHOR_NAME=x git commit -m x", "git commit"},
-		{"FOO=1 git commit -m x", "git commit"},
-		{"sudo -u me git merge main", "git merge"},
-		{"ls | xargs -0 git rebase", "git rebase"},
-		{"git cherry-pick abc", "git cherry-pick"},
-		{"git revert HEAD", "git revert"},
-		{"git am < p.patch", "git am"},
-		{"git pull", "git pull"},
+		{"env FOO=1 ls", ""},
+		{"timeout 5 git status", ""},
+		{"echo $(git rev-parse HEAD)", ""},
+		{"bash build.sh", ""},
+		{"git", ""},
+		{"git --version", ""},
+		// The ref movers the review found, and the classic commit makers.
+		{"git reset --soft HEAD~1", "git reset can move a ref or write .git"},
+		{"git reset --hard", "git reset"},
+		{"git branch -f main HEAD~1", "git branch"},
+		{"git branch newbranch", "git branch"},
+		{"git branch -D old", "git branch"},
+		{"git tag v1", "git tag"},
+		{"git tag -f v1 HEAD~1", "git tag"},
+		{"git stash", "git stash"},
+		{"git stash push -m x", "git stash"},
+		{"git stash pop", "git stash"},
+		{"git checkout -B main HEAD~1", "git checkout"},
+		{"git checkout other", "git checkout"},
+		{"git checkout -b new", "git checkout"},
+		{"git switch other", "git switch"},
+		{"git symbolic-ref HEAD refs/heads/other", "git symbolic-ref"},
+		{"git fetch . HEAD~1:refs/heads/main", "git fetch"},
+		{"git notes add -m x", "git notes"},
+		{"git replace HEAD HEAD~1", "git replace"},
 		{"git update-ref refs/heads/x HEAD", "git update-ref"},
-		{"git commit-tree HEAD^{tree}", "git commit-tree"},
-		{"echo $(git commit -m x)", "git commit"},
-		{"(cd sub && git commit -m x)", "git commit"},
-		{"if true; then git commit -m x; fi", "git commit"},
-		{`sh -c "git commit -m x"`, "git commit"},
-		{`bash -c 'cd sub; git commit -m x'`, "git commit"},
-		{`eval "git commit -m x"`, "git commit"},
-		{"git $SUB -m x", "computed subcommand"},
+		{"git commit -m x", "git commit"},
+		{"git add -A", "git add"},
+		{"git restore --staged a.go", "git restore"},
+		{"git apply --index fix.patch", "git apply"},
+		{"git merge x; git rebase y", "git merge"},
+		{"git cherry-pick abc", "git cherry-pick"},
+		{"git pull", "git pull"},
+		{"git push", "git push"},
+		{"git gc --prune=now", "git gc"},
+		{"git config user.name x", "git config"},
+		{"git worktree add ../x", "git worktree"},
+		{"git reflog expire --all", "git reflog"},
+		// Every form the line can take.
+		{"GIT_DIR=../other/.git git status", "GIT_DIR"},
+		{"FOO=1 git reset --soft HEAD~1", "git reset"},
+		{"env GIT_PAGER=evil git log", "GIT_PAGER"},
+		{"export GIT_EXTERNAL_DIFF=evil; git diff", "GIT_EXTERNAL_DIFF"},
+		{"git -C sub reset --soft HEAD~1", "git reset"},
+		{"git -c core.fsmonitor=evil status", "git -c"},
+		{"git -c user.name=m tag v1", "git tag"},
+		{"git -c user.name=m -c user.email=m@m commit -qm x", "git commit"},
+		{"git --git-dir=x log", "git --git-dir"},
+		{"git -p log", "git -p"},
+		{`git "reset" --soft HEAD~1`, "git reset"},
+		{`git 're'set --soft HEAD~1`, "git reset"},
+		{`git re\set --soft HEAD~1`, "git reset"},
+		{"/usr/bin/git branch -f main HEAD~1", "git branch"},
+		{`sh -c "git stash"`, "git stash"},
+		{`bash -c 'cd sub; git tag v1'`, "git tag"},
+		{"make && git symbolic-ref HEAD refs/heads/x", "git symbolic-ref"},
+		{"true || git notes add -m x", "git notes"},
+		{"ls; git replace a b", "git replace"},
+		{"echo $(git reset --soft HEAD~1)", "git reset"},
+		{"echo `git stash`", "git stash"},
+		{"(cd sub && git checkout -B x)", "git checkout"},
+		{"if true; then git fetch . a:refs/heads/b; fi", "git fetch"},
+		{"f() { git tag v2; }; f", "git tag"},
+		{`eval "git branch -f x"`, "git branch"},
+		{"sudo -u me git merge main", "git merge"},
+		{"timeout 5 git push", "git push"},
+		{"nohup git stash &", "git stash"},
+		{"find . -name x -exec git add {} ;", "git add"},
+		{"ls | xargs -0 git log", "xargs supplies git"},
+		{"echo 'git commit -am x' | sh", "stdin"},
+		{"git log --output=.git/refs/heads/main", ".git"},
+		{"git diff --ext-diff", "--ext-diff"},
+		{"git grep -Oevil x", "-O"},
+		{"echo abc > .git/refs/heads/main", "redirect writes into .git"},
+		{"cp HEAD .git/refs/heads/x", ".git"},
+		{"git $SUB -m x", "computed"},
 		{"$GIT commit -m x", "computed"},
 		{`sh -c "$CMD"`, "computed"},
-		{"git commit -m 'unterminated", "cannot be parsed"},
+		{"git log 'unterminated", "cannot be parsed"},
 		{"eval eval eval eval eval eval git status", "too deeply"},
-		{"env FOO=1 ls", ""},
-		{"timeout 5 git push", ""},
 	} {
-		got := CommitCommand(tc.cmd)
+		got := GitCommand(tc.cmd)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-			t.Errorf("CommitCommand(%q) = %q, want %q", tc.cmd, got, tc.want)
+			t.Errorf("GitCommand(%q) = %q, want %q", tc.cmd, got, tc.want)
 		}
 	}
 }
@@ -82,6 +150,7 @@ func TestPolicies(t *testing.T) {
 		{"edits apply_patch", Edits(), call("apply_patch", "other", nil), true},
 		{"edits a command", Edits(), call("run_commands", "execute", cmds("go test ./...")), true},
 		{"edits a commit", Edits(), call("run_commands", "execute", cmds("go vet", "git commit -am x")), false},
+		{"edits a ref move", Edits(), call("run_commands", "execute", cmds("git reset --soft HEAD~1")), false},
 		{"edits {command: ...}", Edits(), call("run_commands", "execute", in(map[string]any{"command": "git commit"})), false},
 		{"edits object commands", Edits(), call("run_commands", "execute", in(map[string]any{"commands": []any{map[string]any{"command": "git merge x"}}})), false},
 		{"edits an unreadable command", Edits(), call("run_commands", "execute", in(map[string]any{"commands": 5})), false},
@@ -109,5 +178,15 @@ func TestToolName(t *testing.T) {
 		if got := toolName(title); got != want {
 			t.Errorf("toolName(%q) = %q, want %q", title, got, want)
 		}
+	}
+}
+
+// TestEditsReason: a rejected command's reason tells the agent it was the policy and not to retry.
+func TestEditsReason(t *testing.T) {
+	in, _ := json.Marshal(map[string]any{"commands": []string{"git status", "git branch -f main HEAD~1"}})
+	d := Edits()(context.Background(), ToolCall{Tool: "run_commands", Kind: "execute", Input: in})
+	want := "denied by policy: git branch can move a ref or write .git; do not retry"
+	if d.Allow || d.Reason != want {
+		t.Errorf("got %+v, want the rejection %q", d, want)
 	}
 }

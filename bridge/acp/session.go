@@ -112,7 +112,7 @@ func (s *Session) decide(ctx context.Context, call ToolCall) (Decision, bool) {
 		return Decision{}, false
 	}
 	if s.policy == nil {
-		d := Decision{Reason: "no policy: every tool call is rejected"}
+		d := Decision{Reason: "denied by policy: this run allows no tool; do not retry"}
 		ts.reject(call, d.Reason)
 		return d, true
 	}

@@ -18,37 +18,53 @@ const maxManifest = 4 << 20
 func ManifestPath(id string) string { return path.Join("sessions", id, id+".json") }
 
 // ReadUsage returns a session's cumulative usage from its manifest (metadata.usage), which is
-// the only place the CLI reports it (docs/acp.md §9): call it after each turn and subtract. The file is
-// opened through an os.Root at dataDir, so neither the id nor a symbolic link planted by the run
-// reaches outside it, only a regular file is read (never a FIFO or device), and at most maxManifest
-// bytes.
+// the only place the CLI reports it (docs/acp.md §9): call it after each turn and subtract. The
+// data dir is the run's to write (a container's), so the manifest is read as ReadRegular reads.
 func ReadUsage(dataDir, id string) (*cline.Usage, error) {
 	if !validSessionID(id) {
 		return nil, fmt.Errorf("read usage: invalid session id %q", capTo(id, 80))
 	}
-	root, err := os.OpenRoot(dataDir)
+	b, err := ReadRegular(dataDir, ManifestPath(id), maxManifest)
 	if err != nil {
 		return nil, fmt.Errorf("read usage of %s: %w", id, err)
-	}
-	defer root.Close()
-	// Non-blocking, then only a regular file: a FIFO a container planted there would otherwise
-	// block the open (and the call) for good; the poll during a turn reads it too.
-	f, err := root.OpenFile(ManifestPath(id), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("read usage of %s: %w", id, err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("read usage of %s: the manifest is not a regular file", id)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
-	if err != nil {
-		return nil, fmt.Errorf("read usage of %s: %w", id, err)
-	}
-	if len(b) > maxManifest {
-		return nil, fmt.Errorf("read usage of %s: manifest larger than %d bytes", id, maxManifest)
 	}
 	return UsageFromManifest(b)
+}
+
+// ReadRegular is the host's read of a file a run may have written: rel is opened through an
+// os.Root at dir, so neither rel nor a symbolic link planted by the run reaches outside dir; the
+// file itself must not be a link (it is never followed), the open does not block (a FIFO would
+// otherwise hang the call), only a regular file is read, the same one that was checked, and at
+// most max bytes (more is an error).
+func ReadRegular(dir, rel string, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", rel, fi.Mode().Type())
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if now, err := f.Stat(); err != nil || !now.Mode().IsRegular() || !os.SameFile(fi, now) {
+		return nil, fmt.Errorf("%s was replaced while it was opened", rel)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", rel, max)
+	}
+	return b, nil
 }
 
 // UsageFromManifest parses metadata.usage of a session manifest.

@@ -30,6 +30,10 @@ const (
 	// KindBudgetExceeded: the call's spend limit (maxCostUsd, maxIterations) stopped the run;
 	// the bridge decides it from the live usage, not Classify.
 	KindBudgetExceeded Kind = "budget_exceeded"
+	// KindRateLimited: the HTTP service refused the call at once because the caller's tenant is
+	// at its limit of concurrent runs and queued calls (or background jobs); retry after
+	// retryAfterSeconds.
+	KindRateLimited Kind = "rate_limited"
 )
 
 // Kinds lists every Kind, in the seed's order.
@@ -37,7 +41,7 @@ var Kinds = []Kind{
 	KindNonZeroExit, KindTransientProviderError, KindTimeout, KindClineUpdating, KindCancelled,
 	KindLaunchFailed, KindMalformedJSON, KindMissingFinalResult, KindWorkspaceNotGit,
 	KindWorkspaceSetupFailed, KindWorkspaceCleanupFailed, KindCommitCreated, KindEditsInspectionFailed,
-	KindBudgetExceeded,
+	KindBudgetExceeded, KindRateLimited,
 }
 
 // UpdatingMessage is the seed's message for KindClineUpdating.

@@ -257,7 +257,7 @@ func TestKindsMatchSeed(t *testing.T) {
 	want := []string{"non_zero_exit", "transient_provider_error", "timeout", "cline_updating", "cancelled",
 		"launch_failed", "malformed_json", "missing_final_result", "workspace_not_git", "workspace_setup_failed",
 		"workspace_cleanup_failed", "commit_created", "edits_inspection_failed",
-		"budget_exceeded"} // the seed's thirteen, then this bridge's spend limits
+		"budget_exceeded", "rate_limited"} // the seed's thirteen, then this bridge's spend limits and the HTTP service's admission
 	var got []string
 	for _, k := range Kinds {
 		got = append(got, string(k))

@@ -57,12 +57,17 @@ func (a KeyAuth) EffectiveBase(base string) string {
 }
 
 // SplitBase splits a base URL into its origin (scheme://host[:port]) and its path, refusing
-// anything but plain http(s) without user info, query or fragment.
+// anything but plain http(s) without user info, query or fragment, and a path the egress proxy
+// would not lend a key below (PlainBasePath).
 func SplitBase(base string) (origin, path string, ok bool) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil ||
 		u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return "", "", false
 	}
-	return u.Scheme + "://" + u.Host, strings.TrimRight(u.EscapedPath(), "/"), true
+	path = strings.TrimRight(u.EscapedPath(), "/")
+	if !PlainBasePath(path) {
+		return "", "", false
+	}
+	return u.Scheme + "://" + u.Host, path, true
 }

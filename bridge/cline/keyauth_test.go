@@ -23,6 +23,8 @@ func TestKeyAuth(t *testing.T) {
 		{"http://relay:18080/v1/", "http://relay:18080", "/v1"},
 		{"https://h", "https://h", ""},
 		{"ftp://h/x", "", ""}, {"https://u:p@h/v1", "", ""}, {"https://h/v1?x=1", "", ""}, {"not a url", "", ""},
+		// Paths the egress proxy would not lend the key below: the key stays inside instead.
+		{"https://h/my%20gw/v1", "", ""}, {"https://h/a/../v1", "", ""}, {"https://h//v1", "", ""}, {"https://h/a/./v1", "", ""},
 	} {
 		o, p, ok := SplitBase(tc.in)
 		if o != tc.origin || p != tc.path || ok != (tc.origin != "") {

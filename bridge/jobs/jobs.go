@@ -1,8 +1,8 @@
 // Package jobs runs tool calls in the background and keeps their outcome: a job has an id, a
 // state (running, succeeded, failed, cancelled), the progress messages of its run with sequence
-// numbers (a client reads those after a cursor), and, when done, its result. Records are one 0600
-// JSON file per job in a 0700 directory, written atomically, so a result survives a restart of
-// the server; a job of a server that died is marked failed by the next one that starts, never
+// numbers (a client reads those after a cursor), and, when done, its result. Records are kept by
+// bridge/store (one 0600 JSON file per job in a 0700 directory, written atomically, read without
+// following a link), so a result survives a restart of the server; a job of a server that died is marked failed by the next one that starts, never
 // left "running". A job ends at its overall limit, or when its run is silent for the idle limit.
 //
 // Everything stored is what the caller hands over: the bridge hands results and progress that
@@ -16,13 +16,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/cline-mcp/cline-mcp/bridge/store"
 )
 
 // States of a job.
@@ -49,6 +48,8 @@ type Job struct {
 	Updated time.Time `json:"updated"`
 	// Owner is the server instance that runs (or ran) the job.
 	Owner string `json:"owner"`
+	// Tenant is the HTTP service's tenant that started the job ("" on stdio); only it sees it.
+	Tenant string `json:"tenant,omitempty"`
 	// Events are the latest progress messages (at most MaxEvents; Seq keeps counting).
 	Events []Event `json:"events"`
 	// Result is the finished job's result as the MCP layer built it; Error says why a job
@@ -84,6 +85,8 @@ type Store struct {
 
 	mu      sync.Mutex
 	running map[string]*live
+	once    sync.Once
+	st      store.Store[Job]
 }
 
 // live is a running job of this server.
@@ -97,9 +100,21 @@ type live struct {
 // Limit is a job's overall limit (MaxRun, or its default).
 func (s *Store) Limit() time.Duration { return s.maxRun() }
 
+// Retention is how long a finished job is kept (Keep, or its default).
+func (s *Store) Retention() time.Duration { return s.keep() }
+
 func (s *Store) maxRun() time.Duration  { return or(s.MaxRun, time.Hour) }
 func (s *Store) idleMax() time.Duration { return or(s.Idle, 10*time.Minute) }
 func (s *Store) keep() time.Duration    { return or(s.Keep, 7*24*time.Hour) }
+
+func (s *Store) recs() *store.Store[Job] {
+	s.once.Do(func() {
+		s.st.Dir, s.st.Kind, s.st.Max, s.st.Valid = s.Dir, "job", maxRecord, ValidID
+		s.st.ID = func(j Job) string { return j.ID }
+		s.st.Time = func(j Job) time.Time { return j.Updated }
+	})
+	return &s.st
+}
 
 func or(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -116,9 +131,14 @@ type Run func(ctx context.Context, progress func(string)) (result json.RawMessag
 // request's), bounded by MaxRun and the idle limit. stop ends with the server: a job still running
 // then is recorded cancelled.
 func (s *Store) Start(stop context.Context, tool string, fn Run) (Job, error) {
+	return s.StartFor(stop, "", tool, fn)
+}
+
+// StartFor is Start for a job of tenant.
+func (s *Store) StartFor(stop context.Context, tenant, tool string, fn Run) (Job, error) {
 	id := newID()
 	now := time.Now().UTC()
-	l := &live{job: Job{ID: id, Tool: tool, State: Running, Created: now, Updated: now, Owner: s.Owner, Events: []Event{}}}
+	l := &live{job: Job{ID: id, Tool: tool, State: Running, Created: now, Updated: now, Owner: s.Owner, Tenant: tenant, Events: []Event{}}}
 	if err := s.write(l.job); err != nil {
 		return Job{}, err
 	}
@@ -148,8 +168,9 @@ func (s *Store) run(stop, ctx context.Context, l *live, fn Run) {
 	l.idle = time.AfterFunc(s.idleMax(), func() { l.cancel(errIdle) })
 	unstop := context.AfterFunc(stop, func() { l.cancel(errShutdown) })
 	flush := time.NewTicker(time.Second)
-	done := make(chan struct{})
+	done, flushed := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(flushed)
 		for {
 			select {
 			case <-done:
@@ -161,6 +182,7 @@ func (s *Store) run(stop, ctx context.Context, l *live, fn Run) {
 	}()
 	res, ok := fn(ctx, func(msg string) { s.progress(l, msg) })
 	close(done)
+	<-flushed // a progress write still under way never lands after the final record
 	flush.Stop()
 	maxT.Stop()
 	l.idle.Stop()
@@ -217,9 +239,9 @@ func (s *Store) finish(l *live, res json.RawMessage, ok bool, cause error) {
 		j.State = Cancelled
 		j.Error = cause.Error()
 	case errors.Is(cause, errOverall):
-		j.State, j.Error = Failed, fmt.Sprintf("the job ran longer than its limit of %s (--job-max-seconds)", s.maxRun())
+		j.State, j.Error = Failed, fmt.Sprintf("the job ran longer than its limit of %s (--job-max)", s.maxRun())
 	case errors.Is(cause, errIdle):
-		j.State, j.Error = Failed, fmt.Sprintf("the job's run said nothing for %s (--job-idle-seconds)", s.idleMax())
+		j.State, j.Error = Failed, fmt.Sprintf("the job's run said nothing for %s (--job-idle)", s.idleMax())
 	case ok:
 		j.State = Succeeded
 	default:
@@ -302,8 +324,13 @@ func (s *Store) Wait(ctx context.Context, id string) {
 
 // Save records a finished job (a large synchronous result kept for paging).
 func (s *Store) Save(tool string, result json.RawMessage, ok bool) (Job, error) {
+	return s.SaveFor("", tool, result, ok)
+}
+
+// SaveFor is Save for a result of tenant.
+func (s *Store) SaveFor(tenant, tool string, result json.RawMessage, ok bool) (Job, error) {
 	now := time.Now().UTC()
-	j := Job{ID: newID(), Tool: tool, State: Failed, Created: now, Updated: now, Owner: s.Owner, Events: []Event{}, Result: result}
+	j := Job{ID: newID(), Tool: tool, State: Failed, Created: now, Updated: now, Owner: s.Owner, Tenant: tenant, Events: []Event{}, Result: result}
 	if ok {
 		j.State = Succeeded
 	}
@@ -313,89 +340,28 @@ func (s *Store) Save(tool string, result json.RawMessage, ok bool) (Job, error) 
 // Recover marks the running jobs of dead servers failed and removes finished jobs older than Keep;
 // it returns how many it marked and removed, and the records it could not read.
 func (s *Store) Recover(now time.Time) (marked, removed int, bad []string) {
-	ents, err := os.ReadDir(s.Dir)
-	if err != nil {
-		return 0, 0, nil
-	}
-	for _, e := range ents {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || !ValidID(id) {
-			continue
-		}
-		j, err := s.read(id)
-		if err != nil {
-			bad = append(bad, err.Error())
-			continue
-		}
-		switch {
-		case j.State == Running && j.Owner != s.Owner && s.Dead != nil && s.Dead(j.Owner):
+	all, bad := s.recs().List()
+	for _, j := range all {
+		if j.State == Running && j.Owner != s.Owner && s.Dead != nil && s.Dead(j.Owner) {
 			j.State, j.Error, j.Updated = Failed, "the server that ran this job stopped before it finished", now.UTC()
 			if s.write(j) == nil {
 				marked++
 			}
-		case j.State != Running && now.Sub(j.Updated) > s.keep():
-			if os.Remove(s.path(id)) == nil {
-				removed++
-			}
 		}
 	}
-	return marked, removed, bad
+	gone := s.recs().Expire(now, s.keep(), func(j Job) bool { return j.State == Running })
+	return marked, len(gone), bad
 }
-
-func (s *Store) path(id string) string { return filepath.Join(s.Dir, id+".json") }
 
 func (s *Store) read(id string) (Job, error) {
-	f, err := os.Open(s.path(id))
-	if errors.Is(err, os.ErrNotExist) {
+	j, err := s.recs().Get(id)
+	if errors.Is(err, store.ErrNotFound) {
 		return Job{}, fmt.Errorf("%w: %s (unknown, or expired)", ErrNotFound, id)
 	}
-	if err != nil {
-		return Job{}, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Job{}, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxRecord {
-		return Job{}, fmt.Errorf("job record %s is not a regular file of at most %d bytes", s.path(id), maxRecord)
-	}
-	var j Job
-	if err := json.NewDecoder(f).Decode(&j); err != nil {
-		return Job{}, fmt.Errorf("job record %s: %w", s.path(id), err)
-	}
-	if j.ID != id {
-		return Job{}, fmt.Errorf("job record %s names job %q", s.path(id), j.ID)
-	}
-	return j, nil
+	return j, err
 }
 
-func (s *Store) write(j Job) error {
-	b, err := json.Marshal(j)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(s.Dir, ".tmp-"+j.ID+"-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), s.path(j.ID))
-}
+func (s *Store) write(j Job) error { return s.recs().Put(j) }
 
 func newID() string {
 	b := make([]byte, 16)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,13 +62,14 @@ func TestJobLimitsAndCancel(t *testing.T) {
 	s.Idle, s.MaxRun = 150*time.Millisecond, time.Hour
 	idle, _ := s.Start(t.Context(), "t", blocked)
 	s.Wait(t.Context(), idle.ID)
-	if j, _ := s.Get(idle.ID); j.State != Failed || j.Error == "" {
+	// The error names the flag that sets the limit, as cline-mcp spells it.
+	if j, _ := s.Get(idle.ID); j.State != Failed || !strings.Contains(j.Error, "(--job-idle)") {
 		t.Errorf("idle: %+v", j)
 	}
 	s.Idle, s.MaxRun = time.Hour, 150*time.Millisecond
 	over, _ := s.Start(t.Context(), "t", blocked)
 	s.Wait(t.Context(), over.ID)
-	if j, _ := s.Get(over.ID); j.State != Failed || j.Error == "" {
+	if j, _ := s.Get(over.ID); j.State != Failed || !strings.Contains(j.Error, "(--job-max)") {
 		t.Errorf("overall: %+v", j)
 	}
 	s.MaxRun = time.Hour

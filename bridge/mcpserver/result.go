@@ -64,6 +64,9 @@ func structured(tool run.Tool, r run.Result) object {
 		o.add("kind", r.Kind)
 		o.add("message", r.Message)
 		o.add("retryable", r.Retryable)
+		if r.RetryAfterSeconds > 0 {
+			o.add("retryAfterSeconds", r.RetryAfterSeconds)
+		}
 	}
 	if apply && r.Git != nil && !r.OK {
 		o.add("git", r.Git) // the evidence (and the undo command) is what a failed apply is about

@@ -6,77 +6,66 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
+	"github.com/cline-mcp/cline-mcp/bridge/jobs"
 	"github.com/cline-mcp/cline-mcp/bridge/review"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
-// The tools' contract has one source: the arguments and output structs below. Their advertised
-// inputSchema and outputSchema are generated from them with jsonschema-go; what struct tags cannot
-// say (enums, patterns, bounds, defaults) is filled in from the same Go constants the validator
-// and the runner use. A field tagged tools:"a,b" belongs only to those tools' schemas.
+// The tools' contract has one source: the arguments and output structs (arguments in validate.go,
+// jobArguments and sessionsArguments beside their handlers, output below). Their advertised
+// inputSchema and outputSchema are generated from them with jsonschema-go; every call's arguments
+// are decoded into the same struct by the rules its schema states (decode.go). What Go types
+// cannot say comes from tags and Go constants: a field's rule tag sets its schema's minLength=N,
+// min=N, max=N, gt=N (exclusiveMinimum), pattern=<a name in patterns> and default=V; enums come
+// from the constants of the field's type (typeSchemas). A field tagged tools:"a,b" belongs only to
+// those tools' schemas.
 
-// idPattern is the rule for provider and model ids, in the input schema and in the validator.
+// idPattern is the rule for provider and model ids.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9._:/@-]{1,120}$`)
 
-// thinkingLevel is a value of --thinking; its enum is cline.ThinkingLevels.
-type thinkingLevel string
-
-// arguments are the tool arguments. Fields without omitempty are required for every tool; cwd is
-// also required for the tools whose toolSpec says cwdRequired.
-type arguments struct {
-	Prompt         string            `json:"prompt" jsonschema:"The task or question for Cline."`
-	Cwd            string            `json:"cwd,omitempty"` // description per tool: cwdDescription
-	Thinking       thinkingLevel     `json:"thinking,omitempty" jsonschema:"Reasoning effort passed to Cline as --thinking."`
-	TimeoutSeconds int               `json:"timeoutSeconds,omitempty" jsonschema:"Deadline for one attempt; larger values are rejected, not clamped."`
-	SystemPrompt   string            `json:"systemPrompt,omitempty" tools:"ask_cline" jsonschema:"Replaces Cline's system prompt (-s)."`
-	Provider       string            `json:"provider,omitempty" jsonschema:"Provider id override (-P) for this call only; the user's saved settings never change."`
-	Model          string            `json:"model,omitempty" jsonschema:"Model id override (-m) for this call only; the user's saved settings never change."`
-	Isolation      sandbox.Isolation `json:"isolation,omitempty" jsonschema:"Ask for stronger isolation than the server's floor: docker runs Cline in a hardened container."`
-	Target         string            `json:"target,omitempty" tools:"review_cline" jsonschema:"What to review: uncommitted (staged, unstaged and untracked files), base:<ref> (HEAD against its merge base with ref, e.g. base:main) or commit:<sha>."`
-	Focus          string            `json:"focus,omitempty" tools:"review_cline" jsonschema:"What the review should look at hardest, in your words (security, concurrency, an adversarial stance...)."`
-	SessionID      string            `json:"sessionId,omitempty" tools:"ask_cline,apply_cline_edits,ask_cline_workspace" jsonschema:"Continue the conversation of an earlier result's sessionId: Cline sees the earlier turns; the same tool, cwd and isolation (leave them out or give the same)."`
-	Protocol       run.Protocol      `json:"protocol,omitempty" jsonschema:"How the server speaks to Cline for this call: acp (a conversation whose result carries a sessionId) or json (one-shot); default the server's --cline-protocol."`
-	MaxCostUSD     float64           `json:"maxCostUsd,omitempty" jsonschema:"Stop Cline once this call has spent this many US dollars, as the CLI reports its cost while it runs; the result is then budget_exceeded and says what was spent. Default and ceiling: the server's --max-cost-usd."`
-	MaxIterations  int               `json:"maxIterations,omitempty" jsonschema:"Stop Cline when it begins an iteration (one model call and its tool calls) past this many; budget_exceeded. Default and ceiling: the server's --max-iterations."`
-	Background     bool              `json:"background,omitempty" jsonschema:"Run as a background job: the call returns a jobId at once; read progress and the result with cline_job. Without timeoutSeconds the job's own limits apply (far longer than 300 s)."`
-}
+// patterns are the patterns a rule tag may name.
+var patterns = map[string]string{"id": idPattern.String(), "session": sessions.IDPattern}
 
 // output is the structuredContent of every result, success and failure alike (the TypeScript SDK
 // validates it even when isError is true), so only ok, warnings and attempts are required.
 // structured (result.go) writes these keys in reading order; TestSchemaAgreement holds the two
-// together.
+// together. The bookkeeping members (outline:"-") are left out of the advertised outputSchema,
+// which stays open and says so in its description.
 type output struct {
 	OK               bool                `json:"ok"`
 	Text             string              `json:"text,omitempty"`
 	Warnings         []string            `json:"warnings"`
 	Attempts         int                 `json:"attempts"`
-	ExitCode         *int                `json:"exitCode,omitempty"` // null when the process never ran or had no code
-	Signal           *string             `json:"signal,omitempty"`
-	DurationMs       int64               `json:"durationMs,omitempty"`
-	Model            string              `json:"model,omitempty"`
-	Usage            run.Usage           `json:"usage,omitzero"`
-	Isolation        sandbox.Isolation   `json:"isolation,omitempty"`
-	AttemptIsolation []sandbox.Isolation `json:"attemptIsolation,omitempty"`
-	Enforcement      *run.Enforcement    `json:"enforcement,omitempty"`
-	Kind             cline.Kind          `json:"kind,omitempty"`
+	ExitCode         *int                `json:"exitCode,omitempty" outline:"-"` // null when the process never ran or had no code
+	Signal           *string             `json:"signal,omitempty" outline:"-"`
+	DurationMs       int64               `json:"durationMs,omitempty" outline:"-"`
+	Model            string              `json:"model,omitempty" outline:"-"`
+	Usage            run.Usage           `json:"usage,omitzero" outline:"-"`
+	Isolation        sandbox.Isolation   `json:"isolation,omitempty" outline:"-"`
+	AttemptIsolation []sandbox.Isolation `json:"attemptIsolation,omitempty" outline:"-"`
+	Enforcement      *run.Enforcement    `json:"enforcement,omitempty" outline:"-"`
+	Kind             cline.Kind          `json:"kind,omitempty" outline:"type"`
 	Message          string              `json:"message,omitempty"`
 	Retryable        bool                `json:"retryable,omitempty"`
-	ElapsedSeconds   float64             `json:"elapsedSeconds,omitempty"`
-	StderrTail       string              `json:"stderrTail,omitempty"`
-	StdoutTail       string              `json:"stdoutTail,omitempty"`
+	RetryAfter       int                 `json:"retryAfterSeconds,omitempty"`
+	ElapsedSeconds   float64             `json:"elapsedSeconds,omitempty" outline:"-"`
+	StderrTail       string              `json:"stderrTail,omitempty" outline:"-"`
+	StdoutTail       string              `json:"stdoutTail,omitempty" outline:"-"`
 
 	Diff          string            `json:"diff,omitempty" tools:"apply_cline_edits"`
 	DiffTruncated bool              `json:"diffTruncated,omitempty" tools:"apply_cline_edits"`
 	ChangedFiles  []run.ChangedFile `json:"changedFiles,omitempty" tools:"apply_cline_edits"`
-	HeadBefore    string            `json:"headBefore,omitempty" tools:"apply_cline_edits"`
-	HeadAfter     string            `json:"headAfter,omitempty" tools:"apply_cline_edits"`
+	HeadBefore    string            `json:"headBefore,omitempty" tools:"apply_cline_edits" outline:"-"`
+	HeadAfter     string            `json:"headAfter,omitempty" tools:"apply_cline_edits" outline:"-"`
 	Git           run.GitReport     `json:"git,omitzero" tools:"apply_cline_edits"`
 
 	Worktree run.WorktreeReport `json:"worktree,omitzero" tools:"ask_cline_workspace,review_cline"`
@@ -84,8 +73,8 @@ type output struct {
 	Review review.Report `json:"review,omitzero" tools:"review_cline"`
 
 	SessionID         string          `json:"sessionId,omitempty"`
-	Turn              int             `json:"turn,omitempty"`
-	RejectedToolCalls []run.Rejection `json:"rejectedToolCalls,omitempty"`
+	Turn              int             `json:"turn,omitempty" outline:"-"`
+	RejectedToolCalls []run.Rejection `json:"rejectedToolCalls,omitempty" outline:"-"`
 
 	// Truncated is set by the MCP layer when the answer or the diff was cut to fit
 	// --result-max-chars: the whole result is kept as a job, read in pages with cline_job.
@@ -99,8 +88,9 @@ type truncation struct {
 	TotalChars int    `json:"totalChars"`
 }
 
-// enumTypes gives the Go types whose values are a closed set their enum, from the Go constants.
-func enumTypes() map[reflect.Type]*jsonschema.Schema {
+// typeSchemas gives the Go types whose values are a closed set their enum, from the Go
+// constants, and a raw JSON result its type.
+func typeSchemas() map[reflect.Type]*jsonschema.Schema {
 	enum := func(vals ...any) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Enum: vals} }
 	var kinds, isos, levels []any
 	for _, k := range cline.Kinds {
@@ -122,26 +112,61 @@ func enumTypes() map[reflect.Type]*jsonschema.Schema {
 		reflect.TypeFor[thinkingLevel]():     enum(levels...),
 		reflect.TypeFor[run.Protocol]():      enum(string(run.ProtocolACP), string(run.ProtocolJSON)),
 		reflect.TypeFor[review.Severity]():   enum(sevs...),
+		reflect.TypeFor[jobAction]():         enum(jobActions...),
+		reflect.TypeFor[jobState]():          enum(jobs.Running, jobs.Succeeded, jobs.Failed, jobs.Cancelled),
+		reflect.TypeFor[json.RawMessage]():   {Type: "object"},
 	}
 }
 
 // forTool generates the schema of T for one tool, leaving out the fields of other tools.
 func forTool[T any](tool run.Tool) (*jsonschema.Schema, error) {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: enumTypes()})
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: typeSchemas()})
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[T]()) {
-		only, ok := f.Tag.Lookup("tools")
-		if !ok || slices.Contains(strings.Split(only, ","), string(tool)) {
-			continue
-		}
 		name := jsonName(f)
-		delete(s.Properties, name)
-		s.PropertyOrder = slices.DeleteFunc(s.PropertyOrder, func(p string) bool { return p == name })
-		s.Required = slices.DeleteFunc(s.Required, func(p string) bool { return p == name })
+		if only, ok := f.Tag.Lookup("tools"); ok && !slices.Contains(strings.Split(only, ","), string(tool)) {
+			delete(s.Properties, name)
+			s.PropertyOrder = slices.DeleteFunc(s.PropertyOrder, func(p string) bool { return p == name })
+			s.Required = slices.DeleteFunc(s.Required, func(p string) bool { return p == name })
+		} else if rule, ok := f.Tag.Lookup("rule"); ok {
+			if err := applyRule(s.Properties[name], f.Type.Kind(), rule); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
 	}
 	return s, nil
+}
+
+// applyRule sets the keywords a rule tag names on p, the schema of a field of Go kind kind.
+func applyRule(p *jsonschema.Schema, kind reflect.Kind, rule string) error {
+	// The range of a sized integer type is the decoder's to check (as a type error), not a
+	// bound to advertise.
+	p.Minimum, p.Maximum = nil, nil
+	for _, kv := range strings.Split(rule, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, numErr := strconv.ParseFloat(v, 64)
+		switch {
+		case k == "pattern" && patterns[v] != "":
+			p.Pattern = patterns[v]
+		case k == "default" && kind == reflect.String:
+			p.Default = mustJSON(v)
+		case k == "default" && numErr == nil:
+			p.Default = json.RawMessage(v)
+		case k == "minLength" && numErr == nil:
+			p.MinLength = jsonschema.Ptr(int(n))
+		case k == "min" && numErr == nil:
+			p.Minimum = &n
+		case k == "max" && numErr == nil:
+			p.Maximum = &n
+		case k == "gt" && numErr == nil:
+			p.ExclusiveMinimum = &n
+		default:
+			return fmt.Errorf("bad rule %q", kv)
+		}
+	}
+	return nil
 }
 
 func jsonName(f reflect.StructField) string {
@@ -151,45 +176,40 @@ func jsonName(f reflect.StructField) string {
 
 func cwdDescription(required bool) string {
 	if required {
-		return "Absolute path of the directory Cline works in (must be inside a git work tree)."
+		return "Absolute working directory, inside a git work tree."
 	}
-	return "Absolute path of the directory Cline works in (default: the server's working directory)."
+	return "Absolute working directory (default: the server's)."
 }
 
-// buildInputSchema is spec's inputSchema: arguments plus the rules tags cannot carry.
-func buildInputSchema(spec toolSpec) (*jsonschema.Schema, error) {
-	s, err := forTool[arguments](spec.tool)
+// inputFor is tool's inputSchema, generated from its arguments struct T; adjust makes the changes
+// of one tool that tags cannot say. Every description then spells out its field's rules.
+func inputFor[T any](tool run.Tool, adjust func(*jsonschema.Schema)) (*jsonschema.Schema, error) {
+	s, err := forTool[T](tool)
 	if err != nil {
 		return nil, err
 	}
-	p := s.Properties
-	one := 1
-	p["prompt"].MinLength = &one
-	p["cwd"].MinLength = &one
-	p["cwd"].Description = cwdDescription(spec.cwdRequired)
-	if spec.cwdRequired {
-		s.Required = append(s.Required, "cwd")
-	}
-	p["thinking"].Default = json.RawMessage(`"none"`)
-	minT, maxT := float64(1), float64(MaxTimeoutSeconds)
-	p["timeoutSeconds"].Minimum, p["timeoutSeconds"].Maximum = &minT, &maxT
-	p["timeoutSeconds"].Default = json.RawMessage(fmt.Sprint(DefaultTimeoutSeconds))
-	zero := float64(0)
-	p["maxCostUsd"].ExclusiveMinimum = &zero
-	p["maxIterations"].Minimum = &minT
-	p["provider"].Pattern = idPattern.String()
-	p["model"].Pattern = idPattern.String()
-	if p["sessionId"] != nil {
-		p["sessionId"].Pattern = sessions.IDPattern
-	}
-	if spec.tool == run.ReviewCline { // the review's task is built in; prompt adds to it
-		s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return n == "prompt" })
-		p["prompt"].Description = "Extra instructions for the reviewer (optional)."
+	if adjust != nil {
+		adjust(s)
 	}
 	for _, name := range s.PropertyOrder {
-		p[name].Description = withRules(p[name])
+		s.Properties[name].Description = withRules(s.Properties[name])
 	}
 	return s, nil
+}
+
+// buildInputSchema is a run tool's inputSchema: cwd is required by the tools that work in a
+// checkout, and review_cline builds its own task, so its prompt is optional.
+func buildInputSchema(spec toolSpec) (*jsonschema.Schema, error) {
+	return inputFor[arguments](spec.tool, func(s *jsonschema.Schema) {
+		s.Properties["cwd"].Description = cwdDescription(spec.cwdRequired)
+		if spec.cwdRequired {
+			s.Required = append(s.Required, "cwd")
+		}
+		if spec.tool == run.ReviewCline {
+			s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return n == "prompt" })
+			s.Properties["prompt"].Description = "Extra instructions for the reviewer (optional)."
+		}
+	})
 }
 
 // withRules is the description of an input field with every rule of its schema that a client may
@@ -198,7 +218,7 @@ func buildInputSchema(spec toolSpec) (*jsonschema.Schema, error) {
 func withRules(f *jsonschema.Schema) string {
 	var rules []string
 	if f.MinLength != nil {
-		rules = append(rules, fmt.Sprintf("at least %d character(s)", *f.MinLength))
+		rules = append(rules, atLeastChars(*f.MinLength))
 	}
 	if f.Minimum != nil && f.Maximum != nil {
 		rules = append(rules, fmt.Sprintf("%g to %g", *f.Minimum, *f.Maximum))
@@ -210,9 +230,9 @@ func withRules(f *jsonschema.Schema) string {
 		rules = append(rules, fmt.Sprintf("at most %g", *f.Maximum))
 	}
 	if f.Pattern != "" {
-		rules = append(rules, "matching "+f.Pattern)
+		rules = append(rules, f.Pattern)
 	}
-	if len(f.Enum) > 0 {
+	if len(f.Enum) > 0 && !namesAll(f.Description, f.Enum) {
 		var vals []string
 		for _, v := range f.Enum {
 			vals = append(vals, fmt.Sprint(v))
@@ -228,11 +248,30 @@ func withRules(f *jsonschema.Schema) string {
 	return strings.TrimSpace(f.Description + " (" + strings.Join(rules, "; ") + ")")
 }
 
+// atLeastChars is the rule minLength n.
+func atLeastChars(n int) string {
+	if n == 1 {
+		return "at least 1 character"
+	}
+	return fmt.Sprintf("at least %d characters", n)
+}
+
+// namesAll reports whether description already names every value as a word of its own.
+func namesAll(description string, values []any) bool {
+	words := strings.FieldsFunc(description, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' })
+	for _, v := range values {
+		if !slices.Contains(words, fmt.Sprint(v)) {
+			return false
+		}
+	}
+	return true
+}
+
 // buildOutputSchema is tool's outputSchema. It stays open (no additionalProperties:false) so a
 // client's validation does not turn a new result field into a failure, and its arrays are never
 // null: structured writes empty arrays and encoding/json omits the empty nested ones (omitempty).
-func buildOutputSchema(tool run.Tool) (*jsonschema.Schema, error) {
-	s, err := forTool[output](tool)
+func buildOutputSchema[T any](tool run.Tool) (*jsonschema.Schema, error) {
+	s, err := forTool[T](tool)
 	if err != nil {
 		return nil, err
 	}
@@ -257,28 +296,77 @@ func buildOutputSchema(tool run.Tool) (*jsonschema.Schema, error) {
 		}
 	}
 	open(s)
+	leftOut := false
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[T]()) {
+		name := jsonName(f)
+		p := s.Properties[name]
+		switch {
+		case p == nil:
+		case f.Tag.Get("outline") == "-":
+			leftOut = true
+			delete(s.Properties, name)
+			s.PropertyOrder = slices.DeleteFunc(s.PropertyOrder, func(n string) bool { return n == name })
+			s.Required = slices.DeleteFunc(s.Required, func(n string) bool { return n == name })
+		case f.Tag.Get("outline") == "type":
+			p.Enum = nil
+		default:
+			outline(p)
+		}
+	}
+	if leftOut {
+		s.Description = bookkeeping
+	}
 	return s, nil
 }
 
-// schemas holds every tool's generated schemas, built once at start.
-var schemas = func() map[run.Tool]struct{ in, out *jsonschema.Schema } {
-	m := map[run.Tool]struct{ in, out *jsonschema.Schema }{}
-	for _, spec := range toolSpecs {
-		in, err := buildInputSchema(spec)
-		if err != nil {
-			panic(fmt.Sprintf("inputSchema of %s: %v", spec.tool, err))
-		}
-		out, err := buildOutputSchema(spec.tool)
-		if err != nil {
-			panic(fmt.Sprintf("outputSchema of %s: %v", spec.tool, err))
-		}
-		m[spec.tool] = struct{ in, out *jsonschema.Schema }{in, out}
+// outline reduces the schema of a member of a result to its type: the members of an object,
+// and of the objects of an array, are left open and undescribed, so that tools/list stays small
+// (the model reads the result itself; docs describe every member). A field tagged
+// outline:"type" keeps only its type (the failure kinds' enum is the output struct's).
+func outline(p *jsonschema.Schema) {
+	if p.Items != nil && p.Items.Properties != nil {
+		p.Items = nil // an array of objects
 	}
+	if p.Properties != nil {
+		p.Properties, p.PropertyOrder, p.Required, p.AdditionalProperties = nil, nil, nil, nil
+		if slices.Equal(p.Types, []string{"object", "null"}) {
+			p.Type, p.Types = "object", nil // written only when set (omitempty)
+		}
+	}
+}
+
+// bookkeeping is the description of an outputSchema that leaves the bookkeeping members out.
+const bookkeeping = "Open: bookkeeping members (exit code, timings, usage, isolation) too."
+
+type toolSchemas struct{ in, out *jsonschema.Schema }
+
+// schemas holds every tool's generated schemas, built once at start.
+var schemas = func() map[run.Tool]toolSchemas {
+	m := map[run.Tool]toolSchemas{}
+	add := func(tool run.Tool, in, out func() (*jsonschema.Schema, error)) {
+		i, err := in()
+		if err != nil {
+			panic(fmt.Sprintf("inputSchema of %s: %v", tool, err))
+		}
+		o, err := out()
+		if err != nil {
+			panic(fmt.Sprintf("outputSchema of %s: %v", tool, err))
+		}
+		m[tool] = toolSchemas{i, o}
+	}
+	for _, spec := range toolSpecs {
+		add(spec.tool, func() (*jsonschema.Schema, error) { return buildInputSchema(spec) },
+			func() (*jsonschema.Schema, error) { return buildOutputSchema[output](spec.tool) })
+	}
+	add(jobTool, func() (*jsonschema.Schema, error) { return inputFor[jobArguments](jobTool, nil) },
+		func() (*jsonschema.Schema, error) { return buildOutputSchema[jobOutput](jobTool) })
+	add(sessionsTool, func() (*jsonschema.Schema, error) { return inputFor[sessionsArguments](sessionsTool, nil) },
+		func() (*jsonschema.Schema, error) { return buildOutputSchema[sessionsOutput](sessionsTool) })
 	return m
 }()
 
-func mustJSON(s *jsonschema.Schema) json.RawMessage {
-	b, err := json.Marshal(s)
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}

@@ -207,7 +207,7 @@ func samples() map[run.Tool][]run.Result {
 			SessionID: "1796278600502_lmK-X_cli", Turn: 2, Rejected: []run.Rejection{{Tool: "editor", Kind: "edit", Title: "editor: x", Reason: "read-only"}},
 			Enforcement: &run.Enforcement{Isolation: sandbox.IsolationDocker, Egress: sandbox.EgressProvider,
 				AllowedEndpoints: []string{"api.anthropic.com:443"}, RefusedEndpoints: []string{"evil.example:443"}, Summary: "docker container",
-				CredentialInside: "provider cline cannot be proxied",
+				CredentialInside: "provider cline cannot be proxied", CredentialVariables: []string{"GITHUB_TOKEN"},
 				Container: &run.ContainerEnforcement{Engine: "docker", Image: "cline-mcp/cline:latest", ImageID: "sha256:1", CLI: "cline@3.0.65",
 					User: "1000:1000", UsernsMode: "keep-id", ReadOnlyRoot: true, CapDrop: []string{"ALL"}, NoNewPrivileges: true,
 					Network: "none", Mounts: []run.MountEnforcement{{Target: "/work", Kind: "bind"}}, MemoryBytes: 1 << 31, PidsLimit: 256}}}
@@ -219,8 +219,9 @@ func samples() map[run.Tool][]run.Result {
 		case run.ReviewCline:
 			r.Worktree = wt
 			r.Review = &review.Report{Target: "base:main", Base: "a", Head: "b", FilesTruncated: true, DiffTruncated: true, Parsed: true, Summary: "s",
-				Files:    []review.FileStat{{Path: "y", OldPath: "x", Status: "R", Added: 1, Deleted: 2, Binary: true}},
-				Findings: []review.Finding{{Severity: review.High, File: "y", Line: 3, EndLine: 4, Title: "t", Detail: "d", Suggestion: "s", OutsideDiff: true}}}
+				Files: []review.FileStat{{Path: "y", OldPath: "x", Status: "R", Added: 1, Deleted: 2, Binary: true}},
+				Findings: []review.Finding{{Severity: review.High, File: "y", Line: 3, EndLine: 4, Title: "t", Detail: "d", Suggestion: "s", OutsideDiff: true},
+					{Severity: review.Low, Title: "t", PathDropped: "absolute path outside the repository"}}}
 		}
 		return r
 	}
@@ -230,6 +231,7 @@ func samples() map[run.Tool][]run.Result {
 		for _, k := range cline.Kinds {
 			f := full(spec.tool)
 			f.OK, f.Kind, f.Message, f.Retryable, f.StderrTail, f.StdoutTail = false, string(k), "failed", true, "err", "out"
+			f.RetryAfterSeconds = 7
 			m[spec.tool] = append(m[spec.tool], f, run.Result{Kind: string(k)})
 		}
 	}
@@ -315,10 +317,18 @@ func TestSchemaAgreementOutput(t *testing.T) {
 			if len(missing) > 0 {
 				t.Errorf("schema properties no result ever has (or the samples miss them): %v", missing)
 			}
-			if got := out.Properties["kind"].Enum; !reflect.DeepEqual(got, strs(cline.Kinds)) {
+			// The enums of the output struct's schema (the advertised one leaves the bookkeeping
+			// members out and names them in its description).
+			if got := closedSchema.Properties["kind"].Enum; !reflect.DeepEqual(got, strs(cline.Kinds)) {
 				t.Errorf("kind enum %v, cline.Kinds %v", got, cline.Kinds)
 			}
-			for _, iso := range []*gschema.Schema{out.Properties["isolation"], out.Properties["attemptIsolation"].Items} {
+			for _, f := range reflect.VisibleFields(reflect.TypeFor[output]()) {
+				name := jsonName(f)
+				if closedSchema.Properties[name] != nil && out.Properties[name] == nil && (f.Tag.Get("outline") != "-" || out.Description != bookkeeping) {
+					t.Errorf("outputSchema leaves out %s, which is no bookkeeping member it says it leaves out", name)
+				}
+			}
+			for _, iso := range []*gschema.Schema{closedSchema.Properties["isolation"], closedSchema.Properties["attemptIsolation"].Items} {
 				if !reflect.DeepEqual(iso.Enum, strs(sandbox.Isolations)) {
 					t.Errorf("isolation enum %v, sandbox.Isolations %v", iso.Enum, sandbox.Isolations)
 				}
@@ -334,7 +344,7 @@ func TestSchemaAgreementOutput(t *testing.T) {
 		"Isolation": {"isolation"}, "AttemptIsolation": {"attemptIsolation"}, "Diff": {"diff"},
 		"DiffTruncated": {"diffTruncated"}, "ChangedFiles": {"changedFiles"}, "HeadBefore": {"headBefore"},
 		"HeadAfter": {"headAfter"}, "Git": {"git"}, "Worktree": {"worktree"}, "Kind": {"kind"}, "Message": {"message"},
-		"Retryable": {"retryable"}, "StderrTail": {"stderrTail"}, "StdoutTail": {"stdoutTail"},
+		"Retryable": {"retryable"}, "RetryAfterSeconds": {"retryAfterSeconds"}, "StderrTail": {"stderrTail"}, "StdoutTail": {"stdoutTail"},
 		"SessionID": {"sessionId"}, "Turn": {"turn"}, "Rejected": {"rejectedToolCalls"}, "Enforcement": {"enforcement"}, "Review": {"review"},
 	}
 	outKeys := map[string]bool{}
@@ -411,8 +421,8 @@ func TestDumpSchemas(t *testing.T) {
 // model sees (Codex: minimum, maximum, default, pattern, minLength).
 func TestDescriptionsCarryRules(t *testing.T) {
 	checked := 0
-	for _, spec := range toolSpecs {
-		in := schemas[spec.tool].in
+	for tool, sc := range schemas {
+		in := sc.in
 		for name, f := range in.Properties {
 			var want []string
 			if f.MinLength != nil {
@@ -436,7 +446,7 @@ func TestDescriptionsCarryRules(t *testing.T) {
 			for _, w := range want {
 				checked++
 				if !strings.Contains(f.Description, w) {
-					t.Errorf("%s.%s: description %q does not say %q", spec.tool, name, f.Description, w)
+					t.Errorf("%s.%s: description %q does not say %q", tool, name, f.Description, w)
 				}
 			}
 		}

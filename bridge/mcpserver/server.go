@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,11 +53,17 @@ type Options struct {
 	// paging.
 	Jobs           *jobs.Store
 	ResultMaxChars int
+	// AskUser: the runs may put tool calls to the user (--ask-commands); a synchronous call of a
+	// 2026-07-28 client then asks in its result (mrtr.go).
+	AskUser bool
+	// Gate, when set, names the caller of each request (the HTTP service's tenant) and admits its
+	// background jobs; a caller sees only its own jobs.
+	Gate Gate
 }
 
-// DefaultResultMaxChars is how many characters of answer and diff a result carries at most: about
-// 15k tokens, well under Claude Code's cap of about 25k tokens per tool result, with room for
-// the rest of the result.
+// DefaultResultMaxChars is how many characters one answer carries at most, its text and its
+// structuredContent together (fit.go): about 15k tokens, well under Claude Code's cap of about
+// 25k tokens per tool result.
 const DefaultResultMaxChars = 60000
 
 // Server is the stdio MCP server.
@@ -66,8 +73,14 @@ type Server struct {
 	val  validator
 	// wire is the stdio session's ordered writer; set by Serve before the first request.
 	wire atomic.Pointer[wire]
+	// http is set by HTTPHandler: progress goes to each request's own stream.
+	http atomic.Bool
 	// serveCtx is Serve's ctx: background jobs end with it.
 	serveCtx atomic.Pointer[context.Context]
+	// live holds what cline_job reaches of running jobs (jobs_live.go); parked the synchronous
+	// runs waiting for a client's answer (mrtr.go), by requestState.
+	live   live
+	parked sync.Map
 }
 
 // life is the context background jobs live in: Serve's, or Background before Serve.
@@ -120,17 +133,18 @@ func New(opts Options) *Server {
 		}
 		return nil
 	})
-	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
+	mcpOpts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
-		server.WithInstructions("Delegate work to the local Cline CLI: ask_cline (read-only analysis), "+
-			"apply_cline_edits (edit the git checkout at cwd; commits forbidden; returns the diff), "+
-			"ask_cline_workspace (read-only analysis in a disposable worktree of HEAD), "+
-			"review_cline (a read-only review of uncommitted work, a branch or a commit, with findings)."),
-	)
+		server.WithInstructions(instructions(opts.Jobs != nil, opts.Sessions != nil)),
+	}
+	if opts.Jobs != nil { // the tasks extension (tasks.go); never the 2025 task API
+		mcpOpts = append(mcpOpts, server.WithExtensions(map[string]any{tasksExtension: map[string]any{}}))
+	}
+	s.mcp = server.NewMCPServer(opts.Name, opts.Version, mcpOpts...)
 	for _, spec := range toolSpecs {
-		s.mcp.AddTool(spec.mcpTool(), s.handler(spec.tool))
+		s.mcp.AddTool(withSearchHint(spec.mcpTool()), s.handler(spec.tool))
 	}
 	if opts.Sessions != nil {
 		s.addSessionsTool()
@@ -156,6 +170,9 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	defer w.close() // after Listen returned: every handler has returned and written
 	s.serveCtx.Store(&ctx)
+	if ext := s.extension(); ext != nil {
+		w.take = func(line []byte) ([]byte, bool) { return ext.take(ctx, line) }
+	}
 	std := server.NewStdioServer(s.mcp)
 	std.SetErrorLogger(log.New(slogWriter{s.opts.Logger}, "", 0))
 	server.WithWorkerPoolSize(100)(std)
@@ -166,27 +183,29 @@ func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		log := s.opts.Logger.With("tool", string(tool))
-		call, err := s.val.call(tool, req.Params.Arguments)
+		if req.Params.RequestState != "" {
+			return s.resume(ctx, tool, req, s.callProgress(ctx, req)), nil
+		}
+		r, err := s.val.request(tool, req.Params.Arguments)
 		if err != nil {
 			log.Info("rejected call", "reason", err.Error())
 			return toolResult(tool, run.Result{Kind: "launch_failed", Message: "invalid arguments: " + err.Error()}), nil
 		}
-		if args, _ := req.Params.Arguments.(map[string]any); args["background"] == true {
+		call := r.call
+		if r.background {
 			log.Info("background job started")
-			return s.startJob(tool, call), nil
+			return s.startJob(ctx, tool, call), nil
 		}
-		var token mcp.ProgressToken
-		if req.Params.Meta != nil {
-			token = req.Params.Meta.ProgressToken
+		p := s.callProgress(ctx, req)
+		if s.asksThroughResult(ctx) {
+			return s.parkedCall(ctx, tool, call, p), nil
 		}
-		var out notifier = nopNotifier{}
-		if w := s.wire.Load(); w != nil {
-			out = w
-		}
-		p := newProgress(ctx, out, token, s.opts.Throttle, s.opts.Heartbeat)
 		start := time.Now()
-		res := s.opts.Runner.Do(ctx, call, p.Report)
+		res := s.opts.Runner.Do(s.withAsk(ctx), call, p.Report)
 		p.Close()
+		if s.http.Load() {
+			p.settle(s.opts.Quiet)
+		}
 		attrs := []any{"ok", res.OK, "kind", res.Kind, "attempts", res.Attempts,
 			"isolation", string(res.Isolation), "seconds", time.Since(start).Seconds()}
 		if !res.OK {
@@ -194,13 +213,23 @@ func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 			attrs = append(attrs, "message", res.Message)
 		}
 		log.Info("call finished", attrs...)
-		res, cut := s.fit(tool, res)
-		answer := toolResult(tool, res)
-		if cut != nil {
-			answer.StructuredContent = append(answer.StructuredContent.(object), member{"truncated", cut})
-		}
-		return answer, nil
+		return s.answerRun(ctx, tool, res), nil
 	}
+}
+
+// callProgress is the progress of a request: to its token, on the stdio wire or its HTTP stream.
+func (s *Server) callProgress(ctx context.Context, req mcp.CallToolRequest) *progress {
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	var out notifier = nopNotifier{}
+	if w := s.wire.Load(); w != nil {
+		out = w
+	} else if s.http.Load() {
+		out = streamNotifier{ctx}
+	}
+	return newProgress(ctx, out, token, s.opts.Throttle, s.opts.Heartbeat)
 }
 
 // nopNotifier drops progress when the server runs without a stdio session.

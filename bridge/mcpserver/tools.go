@@ -30,16 +30,16 @@ var toolSpecs = []toolSpec{
 	{
 		tool:  run.ApplyClineEdits,
 		title: "Apply Cline edits",
-		description: "Have Cline implement a development task directly in the git checkout at cwd. " +
-			"Files may change; commits are forbidden (a commit is reported as kind commit_created with the evidence). " +
-			"Returns Cline's answer plus the diff of exactly the run's changes and the changed files.",
+		description: "Have Cline implement a development task directly in the git checkout at cwd: files change, " +
+			"commits are forbidden (reported as kind commit_created, with the evidence). " +
+			"Returns Cline's answer, the diff of exactly the run's changes and the changed files.",
 		destructive: true, cwdRequired: true,
 	},
 	{
 		tool:  run.AskClineWorkspace,
 		title: "Ask Cline in a disposable worktree",
-		description: "Analyse a git repository in a disposable detached worktree of its HEAD (uncommitted changes are not " +
-			"included). The worktree is removed afterwards, or cleaned and reused when the server keeps a worktree pool. " +
+		description: "Analyse a git repository in a disposable detached worktree of its HEAD (without uncommitted changes), " +
+			"removed afterwards or cleaned and reused when the server keeps a worktree pool. " +
 			"Cline can read but not change files.",
 		readOnly: true, idempotent: true, cwdRequired: true,
 	},
@@ -47,8 +47,8 @@ var toolSpecs = []toolSpec{
 		tool:  run.ReviewCline,
 		title: "Review with Cline",
 		description: "Have Cline review a change in the git checkout at cwd: the uncommitted work (default), a branch against " +
-			"its merge base with a ref, or one commit. Cline gets the diff and reads the code in a disposable worktree holding " +
-			"exactly the reviewed state; the user's files, index and stash are never touched. Returns the review and its findings " +
+			"its merge base with a ref, or one commit. Cline reads the diff and the code in a disposable worktree of " +
+			"exactly that state; the user's files, index and stash stay untouched. Returns the review and its findings " +
 			"(severity, file, line, title, detail, suggestion), each checked against the diff.",
 		readOnly: true, idempotent: true, cwdRequired: true,
 	},

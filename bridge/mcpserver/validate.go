@@ -1,23 +1,19 @@
 package mcpserver
 
 import (
-	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"unicode/utf16"
 
-	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/review"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
-// Limits from the seed. The Windows limits exist because cline.exe receives the prompt on a
+// Limits from the seed (the rule tags of arguments state the timeout's; TestSchemaAgreementInput
+// holds them to these). The Windows limits exist because cline.exe receives the prompt on a
 // command line that CreateProcess caps at 32,767 UTF-16 code units.
 const (
 	DefaultTimeoutSeconds = 180
@@ -27,17 +23,28 @@ const (
 	WindowsMaxTogether    = 24000
 )
 
-// reserved are property names that the original Node bridge rejected because they reach
-// Object.prototype; we reject them too so that clients see the same contract.
-var reserved = map[string]bool{"__proto__": true, "constructor": true, "prototype": true}
+// thinkingLevel is a value of --thinking; its enum is cline.ThinkingLevels.
+type thinkingLevel string
 
-// invalidArg is a validation failure; its message names the field and the rule.
-type invalidArg struct{ msg string }
-
-func (e *invalidArg) Error() string { return e.msg }
-
-func invalid(format string, args ...any) error {
-	return &invalidArg{msg: fmt.Sprintf(format, args...)}
+// arguments are the run tools' arguments: their inputSchemas are generated from this struct and
+// every call is decoded into it (decode.go). Fields without omitempty are required for every
+// tool; cwd is also required for the tools whose toolSpec says cwdRequired.
+type arguments struct {
+	Prompt         string            `json:"prompt" rule:"minLength=1" msg:"is required and must be a non-empty string" jsonschema:"The task or question for Cline."`
+	Cwd            string            `json:"cwd,omitempty" rule:"minLength=1" msg:"must be a non-empty path"` // description per tool: cwdDescription
+	Thinking       thinkingLevel     `json:"thinking,omitempty" rule:"default=none" jsonschema:"Reasoning effort (Cline's --thinking)."`
+	TimeoutSeconds int               `json:"timeoutSeconds,omitempty" rule:"min=1,max=300,default=180" msg:"must be a positive integer number of seconds" jsonschema:"Deadline of the call, retries included (larger is rejected, not clamped)."`
+	SystemPrompt   string            `json:"systemPrompt,omitempty" tools:"ask_cline" jsonschema:"Replaces Cline's system prompt (-s)."`
+	Provider       string            `json:"provider,omitempty" rule:"pattern=id" jsonschema:"Provider id (-P) for this call only."`
+	Model          string            `json:"model,omitempty" rule:"pattern=id" jsonschema:"Model id (-m) for this call only."`
+	Isolation      sandbox.Isolation `json:"isolation,omitempty" jsonschema:"Stronger isolation than the server's floor: host, docker (hardened container) or kubernetes (a pod)."`
+	Target         string            `json:"target,omitempty" tools:"review_cline" jsonschema:"uncommitted (staged, unstaged and untracked files), base:<ref> (HEAD against its merge base with ref, e.g. base:main) or commit:<sha>."`
+	Focus          string            `json:"focus,omitempty" tools:"review_cline" jsonschema:"What to look at hardest, in your words (security, concurrency, an adversarial stance...)."`
+	SessionID      string            `json:"sessionId,omitempty" tools:"ask_cline,apply_cline_edits,ask_cline_workspace" rule:"pattern=session" jsonschema:"Continue an earlier result's conversation (same tool, cwd and isolation)."`
+	Protocol       run.Protocol      `json:"protocol,omitempty" jsonschema:"acp (a conversation with a sessionId) or json (one-shot); default the server's --cline-protocol."`
+	MaxCostUSD     float64           `json:"maxCostUsd,omitempty" rule:"gt=0" msg:"must be a positive number of US dollars" jsonschema:"Spend limit in US dollars as the CLI reports it (past it: budget_exceeded); default and ceiling: the server's --max-cost-usd."`
+	MaxIterations  int32             `json:"maxIterations,omitempty" rule:"min=1" msg:"must be a positive integer" jsonschema:"Iteration limit (a model call and its tool calls; past it: budget_exceeded); default and ceiling: the server's --max-iterations."`
+	Background     bool              `json:"background,omitempty" jsonschema:"Run in the background: a jobId comes back at once; follow it with cline_job (no timeoutSeconds: the job's limits, far over 300 s)."`
 }
 
 // validator turns raw tool arguments into a run.Call, or says exactly which rule failed.
@@ -51,77 +58,58 @@ type validator struct {
 	jobSeconds int
 }
 
-func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
-	call := run.Call{Tool: tool, Thinking: "none", TimeoutSeconds: DefaultTimeoutSeconds}
-	if raw == nil {
-		raw = map[string]any{}
-	}
-	args, ok := raw.(map[string]any)
-	if !ok {
-		return call, invalid("arguments must be a JSON object")
-	}
-	if path := findReserved(args, "arguments"); path != "" {
-		return call, invalid("%s: reserved property name is not allowed (__proto__, constructor and prototype are rejected anywhere in the arguments)", path)
-	}
-	// Only the fields of the tool's inputSchema are accepted, so a typo never silently does less.
-	fields := acceptedFields(tool)
-	var unknown []string
-	for k := range args {
-		if !slices.Contains(fields, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return call, invalid("unknown argument %q for %s (accepted: %s)", unknown[0], tool, strings.Join(fields, ", "))
-	}
-
-	if err := v.text(args, &call); err != nil {
-		return call, err
-	}
-	if err := v.options(args, &call); err != nil {
-		return call, err
-	}
-	if err := v.session(args, &call); err != nil {
-		return call, err
-	}
-	if err := v.background(args, &call); err != nil {
-		return call, err
-	}
-	if err := v.limits(args, &call); err != nil {
-		return call, err
-	}
-	if err := v.review(args, &call); err != nil {
-		return call, err
-	}
-	if call.SessionID != "" && !present(args, "cwd") {
-		return call, nil // the session's own cwd (run: planSession)
-	}
-	if err := v.cwd(tool, args, &call); err != nil {
-		return call, err
-	}
-	return call, nil
+// accepted is an accepted call and whether it runs in the background.
+type accepted struct {
+	call       run.Call
+	background bool
 }
 
-// text checks prompt and systemPrompt.
-func (v validator) text(args map[string]any, call *run.Call) error {
-	var err error
-	if call.Prompt, err = str(args, "prompt"); err != nil {
-		return err
+func (v validator) call(tool run.Tool, raw any) (run.Call, error) {
+	r, err := v.request(tool, raw)
+	return r.call, err
+}
+
+func (v validator) request(tool run.Tool, raw any) (accepted, error) {
+	var a arguments
+	given, err := decode(tool, raw, &a)
+	if err != nil {
+		return accepted{}, err
 	}
-	if strings.TrimSpace(call.Prompt) == "" && (call.Tool != run.ReviewCline || present(args, "prompt")) {
+	if err := a.check(tool, v, given); err != nil {
+		return accepted{}, err
+	}
+	call := run.Call{Tool: tool, Prompt: a.Prompt, SystemPrompt: a.SystemPrompt, Thinking: string(a.Thinking),
+		TimeoutSeconds: a.TimeoutSeconds, Provider: a.Provider, Model: a.Model, Isolation: a.Isolation,
+		Protocol: a.Protocol, SessionID: a.SessionID, Target: a.Target, Focus: a.Focus,
+		MaxCostUSD: a.MaxCostUSD, MaxIterations: int(a.MaxIterations)}
+	// A background call without timeoutSeconds gets the job's limit as its attempts' limit (the
+	// job's idle limit still ends a silent run).
+	if a.Background && !given["timeoutSeconds"] {
+		call.TimeoutSeconds = v.jobSeconds
+	}
+	if a.SessionID == "" || given["cwd"] { // else the session's own cwd (run: planSession)
+		if call.Cwd, err = v.cwd(a.Cwd); err != nil {
+			return accepted{}, err
+		}
+	}
+	return accepted{call, a.Background}, nil
+}
+
+// check holds the rules of arguments that no one field's schema states.
+func (a arguments) check(tool run.Tool, v validator, given map[string]bool) error {
+	if strings.TrimSpace(a.Prompt) == "" && (tool != run.ReviewCline || given["prompt"]) {
 		return invalid("prompt is required and must be a non-empty string")
 	}
-	if call.SystemPrompt, err = str(args, "systemPrompt"); err != nil {
-		return err
-	}
-	for _, f := range []struct{ name, val string }{{"prompt", call.Prompt}, {"systemPrompt", call.SystemPrompt}} {
+	for _, f := range []struct{ name, val string }{{"prompt", a.Prompt}, {"systemPrompt", a.SystemPrompt}} {
 		if strings.ContainsRune(f.val, 0) {
 			return invalid("%s must not contain NUL characters (they cannot be passed on a command line)", f.name)
 		}
 	}
+	if strings.ContainsRune(a.Cwd, 0) {
+		return invalid("cwd must not contain NUL characters")
+	}
 	if v.goos == "windows" {
-		p, s := utf16Len(call.Prompt), utf16Len(call.SystemPrompt)
+		p, s := utf16Len(a.Prompt), utf16Len(a.SystemPrompt)
 		switch {
 		case p > WindowsMaxPrompt:
 			return invalid("prompt is %d characters; on Windows the limit is %d", p, WindowsMaxPrompt)
@@ -131,264 +119,61 @@ func (v validator) text(args map[string]any, call *run.Call) error {
 			return invalid("prompt and systemPrompt together are %d characters; on Windows the limit is %d", p+s, WindowsMaxTogether)
 		}
 	}
-
-	return nil
-}
-
-// options checks thinking, timeoutSeconds, provider, model and isolation.
-func (v validator) options(args map[string]any, call *run.Call) error {
-	var err error
-	if th, present := args["thinking"]; present {
-		s, ok := th.(string)
-		if !ok || s == "" || !cline.ValidThinking(s) {
-			return invalid("thinking must be one of %s (got %s)", strings.Join(cline.ThinkingLevels, ", "), describe(th))
-		}
-		call.Thinking = s
+	if a.Isolation != "" && !a.Isolation.AtLeast(v.floor) {
+		return invalid("isolation %q is weaker than this server's floor %q (started with --isolation %s); a call may ask for more isolation, never less", a.Isolation, v.floor, v.floor)
 	}
-
-	if t, present := args["timeoutSeconds"]; present {
-		n, ok := t.(float64)
-		if !ok || n != math.Trunc(n) || n < 1 {
-			return invalid("timeoutSeconds must be a positive integer number of seconds (got %s)", describe(t))
-		}
-		if n > MaxTimeoutSeconds {
-			return invalid("timeoutSeconds must be at most %d (got %s); it is rejected, not clamped", MaxTimeoutSeconds, describe(t))
-		}
-		call.TimeoutSeconds = int(n)
+	if given["sessionId"] && !sessions.ValidID(a.SessionID) {
+		return invalid("sessionId must match %s: a session id from an earlier result (got %s)", sessions.IDPattern, describe(a.SessionID))
 	}
-
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"provider", &call.Provider}, {"model", &call.Model}} {
-		if *f.dst, err = str(args, f.name); err != nil {
-			return err
-		}
-		if _, present := args[f.name]; present && !idPattern.MatchString(*f.dst) {
-			return invalid("%s must match %s (got %s)", f.name, idPattern, describe(args[f.name]))
-		}
+	if a.Protocol == run.ProtocolJSON && a.SessionID != "" {
+		return invalid("protocol json cannot continue a session: sessions are the acp protocol's")
 	}
-
-	if iso, present := args["isolation"]; present {
-		s, _ := iso.(string)
-		parsed, err := sandbox.ParseIsolation(s)
-		if err != nil {
-			return invalid("isolation must be %s (got %s)", isolationChoices(), describe(iso))
-		}
-		if !parsed.AtLeast(v.floor) {
-			return invalid("isolation %q is weaker than this server's floor %q (started with --isolation %s); a call may ask for more isolation, never less", parsed, v.floor, v.floor)
-		}
-		call.Isolation = parsed
-	}
-
-	return nil
-}
-
-// review checks review_cline's target and focus.
-func (v validator) review(args map[string]any, call *run.Call) error {
-	var err error
-	if call.Target, err = str(args, "target"); err != nil {
-		return err
-	}
-	if _, _, err := review.ParseTarget(call.Target); err != nil {
-		return invalid("%v", err)
-	}
-	if call.Focus, err = str(args, "focus"); err != nil {
-		return err
-	}
-	if len(call.Focus) > 2000 || strings.ContainsRune(call.Focus, 0) {
-		return invalid("focus must be at most 2000 characters, without NUL")
-	}
-	return nil
-}
-
-// limits checks the spend limits maxCostUsd (a positive number of US dollars) and maxIterations
-// (a positive integer).
-func (v validator) limits(args map[string]any, call *run.Call) error {
-	if c, given := args["maxCostUsd"]; given {
-		n, ok := c.(float64)
-		if !ok || !(n > 0) || math.IsInf(n, 0) {
-			return invalid("maxCostUsd must be a positive number of US dollars (got %s)", describe(c))
-		}
-		call.MaxCostUSD = n
-	}
-	if it, given := args["maxIterations"]; given {
-		n, ok := it.(float64)
-		if !ok || n != math.Trunc(n) || n < 1 || n > math.MaxInt32 {
-			return invalid("maxIterations must be a positive integer (got %s)", describe(it))
-		}
-		call.MaxIterations = int(n)
-	}
-	return nil
-}
-
-// background checks background; a background call without timeoutSeconds gets the job's limit
-// as its attempts' limit (the job's idle limit still ends a silent run).
-func (v validator) background(args map[string]any, call *run.Call) error {
-	b, given := args["background"]
-	if !given {
-		return nil
-	}
-	on, ok := b.(bool)
-	if !ok {
-		return invalid("background must be a boolean (got %s)", describe(b))
-	}
-	if on && v.jobSeconds == 0 {
+	if a.Background && v.jobSeconds == 0 {
 		return invalid("background is not available: this server keeps no jobs")
 	}
-	if on && !present(args, "timeoutSeconds") {
-		call.TimeoutSeconds = v.jobSeconds
+	if _, _, err := review.ParseTarget(a.Target); err != nil {
+		return invalid("%v", err)
 	}
-	return nil
-}
-
-// session checks sessionId (a conversation to continue) and protocol.
-func (v validator) session(args map[string]any, call *run.Call) error {
-	id, err := str(args, "sessionId")
-	if err != nil {
-		return err
+	if len(a.Focus) > 2000 || strings.ContainsRune(a.Focus, 0) {
+		return invalid("focus must be at most 2000 characters, without NUL")
 	}
-	if present(args, "sessionId") && !sessions.ValidID(id) {
-		return invalid("sessionId must match %s: a session id from an earlier result (got %s)", sessions.IDPattern, describe(args["sessionId"]))
-	}
-	call.SessionID = id
-	p, err := str(args, "protocol")
-	if err != nil {
-		return err
-	}
-	switch run.Protocol(p) {
-	case "":
-	case run.ProtocolJSON:
-		if id != "" {
-			return invalid("protocol json cannot continue a session: sessions are the acp protocol's")
-		}
-	case run.ProtocolACP:
-	default:
-		return invalid("protocol must be \"json\" or \"acp\" (got %s)", describe(args["protocol"]))
-	}
-	call.Protocol = run.Protocol(p)
-	return nil
-}
-
-// cwd resolves the working directory: absolute, existing, symlinks resolved.
-func (v validator) cwd(tool run.Tool, args map[string]any, call *run.Call) error {
-	var err error
-	if call.Cwd, err = str(args, "cwd"); err != nil {
-		return err
-	}
-	if _, present := args["cwd"]; !present && requiresArg(tool, "cwd") {
+	if !given["cwd"] && a.SessionID == "" && requiresArg(tool, "cwd") {
 		return invalid("cwd is required for %s (the git checkout to work in)", tool)
 	}
-	if call.Cwd == "" {
-		if _, present := args["cwd"]; present {
-			return invalid("cwd must be a non-empty path")
-		}
-		if call.Cwd, err = v.wd(); err != nil {
-			return invalid("cwd: the server's working directory is unavailable: %v", err)
+	return nil
+}
+
+// cwd resolves the working directory: absolute, existing, symlinks resolved; "" is the
+// server's.
+func (v validator) cwd(cwd string) (string, error) {
+	var err error
+	if cwd == "" {
+		if cwd, err = v.wd(); err != nil {
+			return "", invalid("cwd: the server's working directory is unavailable: %v", err)
 		}
 	}
-	if strings.ContainsRune(call.Cwd, 0) {
-		return invalid("cwd must not contain NUL characters")
-	}
-	if !filepath.IsAbs(call.Cwd) {
+	if !filepath.IsAbs(cwd) {
 		base, err := v.wd()
 		if err != nil {
-			return invalid("cwd %q is relative and the server's working directory is unavailable: %v", call.Cwd, err)
+			return "", invalid("cwd %q is relative and the server's working directory is unavailable: %v", cwd, err)
 		}
-		call.Cwd = filepath.Join(base, call.Cwd)
+		cwd = filepath.Join(base, cwd)
 	}
-	call.Cwd = filepath.Clean(call.Cwd)
-	st, err := os.Stat(call.Cwd)
+	cwd = filepath.Clean(cwd)
+	st, err := os.Stat(cwd)
 	if err != nil {
-		return invalid("cwd %q must be an existing directory: %v", call.Cwd, err)
+		return "", invalid("cwd %q must be an existing directory: %v", cwd, err)
 	}
 	if !st.IsDir() {
-		return invalid("cwd %q must be a directory, not a file", call.Cwd)
+		return "", invalid("cwd %q must be a directory, not a file", cwd)
 	}
 	// Resolve symlinks once, here, so every later use agrees: git reports resolved top levels,
 	// the container mounts those, and its working dir must lie inside them (on macOS $TMPDIR
 	// is under /var → /private/var). Paths reported back are the resolved ones.
-	if call.Cwd, err = filepath.EvalSymlinks(call.Cwd); err != nil {
-		return invalid("cwd: cannot resolve symlinks: %v", err)
+	if cwd, err = filepath.EvalSymlinks(cwd); err != nil {
+		return "", invalid("cwd: cannot resolve symlinks: %v", err)
 	}
-	return nil
-}
-
-func present(args map[string]any, name string) bool {
-	_, ok := args[name]
-	return ok
-}
-
-func str(args map[string]any, name string) (string, error) {
-	v, present := args[name]
-	if !present {
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", invalid("%s must be a string (got %s)", name, describe(v))
-	}
-	return s, nil
-}
-
-// findReserved returns the JSON path of the first reserved property name, or "".
-func findReserved(v any, path string) string {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if reserved[k] {
-				return path + "." + k
-			}
-			if p := findReserved(x[k], path+"."+k); p != "" {
-				return p
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if p := findReserved(e, fmt.Sprintf("%s[%d]", path, i)); p != "" {
-				return p
-			}
-		}
-	}
-	return ""
-}
-
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		if len(x) > 60 {
-			x = x[:60] + "…"
-		}
-		return fmt.Sprintf("%q", x)
-	case float64:
-		return fmt.Sprintf("%v", x)
-	case bool:
-		return fmt.Sprintf("%v", x)
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// isolationChoices is `"host" or "docker"`, from sandbox.Isolations.
-func isolationChoices() string {
-	q := make([]string, len(sandbox.Isolations))
-	for i, iso := range sandbox.Isolations {
-		q[i] = fmt.Sprintf("%q", iso)
-	}
-	if len(q) < 2 {
-		return strings.Join(q, "")
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	return cwd, nil
 }
 
 // utf16Len counts characters the way the seed's Node bridge (and Windows) does.

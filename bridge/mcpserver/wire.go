@@ -55,6 +55,9 @@ type wire struct {
 	// response (see progress.Close for why). Enforced here, at the moment of writing, so a
 	// writer delayed by load cannot put the two into one read on the client.
 	gap time.Duration
+	// take, when set, answers a request itself before mcp-go reads it (the server's extension,
+	// tasks.go): its response is queued like mcp-go's. Set before the first read.
+	take func(line []byte) ([]byte, bool)
 
 	// noteMu is held while a notification is checked and written, and while a cancel is
 	// recorded (see writeNote). Taken before mu, never while holding it.
@@ -359,6 +362,26 @@ func (w *wire) observe(line []byte) {
 	w.log.Info("the client cancelled a request; stopping it, no response will be sent", "id", r.rawID, "reason", m.Params.Reason, "progressWritten", r.lastProgress)
 }
 
+// answer offers line to take; when it answers, the response is queued (withheld once stopped)
+// and mcp-go never reads the line.
+func (w *wire) answer(line []byte) bool {
+	if w.take == nil {
+		return false
+	}
+	resp, ok := w.take(line)
+	if !ok {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.stopped() {
+		w.withheld++
+		return true
+	}
+	w.pushLocked(outgoing{line: append(resp, '\n'), written: make(chan error, 1)})
+	return true
+}
+
 // reader returns in as mcp-go should read it: the same bytes, each line observed first.
 func (w *wire) reader(in io.Reader) io.Reader {
 	return &tap{w: w, r: bufio.NewReader(in)}
@@ -378,7 +401,7 @@ func (t *tap) Read(p []byte) (int, error) {
 		}
 		line, err := t.r.ReadBytes('\n')
 		t.err = err
-		if len(line) > 0 {
+		if len(line) > 0 && !t.w.answer(line) {
 			t.w.observe(line)
 			t.buf = line
 		}

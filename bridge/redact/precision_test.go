@@ -237,7 +237,7 @@ func clip(s string) string {
 	return s
 }
 
-// TestTextKeepsCode holds the lines issue 14 found corrupted, and code like
+// TestTextKeepsCode holds the lines an earlier redactor corrupted, and code like
 // them: Text returns each byte for byte, while String (diagnostics) still
 // redacts the name-based ones.
 func TestTextKeepsCode(t *testing.T) {
@@ -267,7 +267,7 @@ func TestTextKeepsCode(t *testing.T) {
 		{"// readUint16LengthPrefixed acts like s.ReadUint16LengthPrefixed, but targets a", false},
 		{`req.Header.Set("Authorization", "Bearer " + accessToken2024)`, false},
 		{"Authorization: Bearer accessTokenForTests1", true},
-		// Identifiers and selectors (issue 28): Go's and C's system call tables.
+		// Identifiers and selectors: Go's and C's system call tables.
 		{"\tIFLA_INET6_TOKEN = C.IFLA_INET6_TOKEN", true},
 		{"\tNL80211_ATTR_KEY                                        = C.NL80211_ATTR_KEY", true},
 		{"\tNL80211_ATTR_SAE_PASSWORD = unix.NL80211_ATTR_SAE_PASSWORD,", true},

@@ -3,7 +3,6 @@ package review
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,9 +15,10 @@ var fence = regexp.MustCompile("(?s)```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)\r?\n
 
 // Parse reads the findings block from Cline's answer: the last fenced block that decodes as an
 // object with "findings". root is the reviewed work tree's path: absolute paths under it become
-// relative. It returns the findings, the summary, whether a block parsed, and warnings for what
-// it had to drop or fix. An answer without a block that parses is not an error: the caller keeps
-// the text as the review.
+// relative, and a path that cannot be made a safe repository-relative one (SafePath) is dropped
+// with its lines, the finding kept. It returns the findings, the summary, whether a block
+// parsed, and warnings for what it had to drop or fix. An answer without a block that parses is
+// not an error: the caller keeps the text as the review.
 func Parse(answer, root string) (findings []Finding, summary string, ok bool, warns []string) {
 	blocks := fence.FindAllStringSubmatch(answer, -1)
 	for i := len(blocks) - 1; i >= 0; i-- {
@@ -71,8 +71,12 @@ func normalize(raw []json.RawMessage, root string) ([]Finding, []string) {
 		if f.Title == "" {
 			f.Title = firstLine(f.Detail, 80)
 		}
-		out = append(out, Finding{Severity: sev, File: relPath(f.File, root), Line: number(f.Line), EndLine: number(f.EndLine),
-			Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion})
+		fd := Finding{Severity: sev, Line: number(f.Line), EndLine: number(f.EndLine), Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion}
+		if fd.File, fd.PathDropped = SafePath(f.File, root); fd.PathDropped != "" {
+			fd.Line, fd.EndLine = 0, 0
+			warns = append(warns, fmt.Sprintf("finding %d lost its location: %s", i+1, fd.PathDropped))
+		}
+		out = append(out, fd)
 	}
 	return out, warns
 }
@@ -89,21 +93,6 @@ func number(raw json.RawMessage) int {
 		}
 	}
 	return 0
-}
-
-// relPath makes a finding's path relative to the repository root, in slashes.
-func relPath(p, root string) string {
-	p = strings.TrimSpace(strings.ReplaceAll(p, "\\", "/"))
-	if r := strings.ReplaceAll(root, "\\", "/"); r != "" && strings.HasPrefix(p, r+"/") {
-		p = strings.TrimPrefix(p, r+"/")
-	}
-	for _, pre := range []string{"./", "a/", "b/"} {
-		p = strings.TrimPrefix(p, pre)
-	}
-	if p == "" {
-		return ""
-	}
-	return path.Clean(p)
 }
 
 func firstLine(s string, n int) string {

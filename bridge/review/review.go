@@ -48,6 +48,9 @@ type Finding struct {
 	// OutsideDiff is set when the file is not among the reviewed files, or the lines are in
 	// none of its changed hunks: the finding is kept, but it is not about the change itself.
 	OutsideDiff bool `json:"outsideDiff,omitempty"`
+	// PathDropped says why the path Cline gave was dropped (SafePath: outside the repository,
+	// a URI, ...): the finding keeps its text but has no location. The path is not repeated.
+	PathDropped string `json:"pathDropped,omitempty"`
 }
 
 // FileStat is one file of the reviewed range.

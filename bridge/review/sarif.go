@@ -5,7 +5,8 @@ import "encoding/json"
 // SARIF is the report as a SARIF 2.1.0 log (what GitHub code scanning, GitLab and most CI systems
 // show as annotations): one result per finding, its level from the severity (critical and high:
 // error; medium: warning; low and info: note), its location the file and lines in the reviewed
-// head; rules are the five severities.
+// head as a relative URI reference (percent-encoded segments; a finding without a safe
+// repository-relative path has no location); rules are the five severities.
 func SARIF(r Report, toolVersion string) ([]byte, error) {
 	type region struct {
 		StartLine int `json:"startLine"`
@@ -49,9 +50,11 @@ func SARIF(r Report, toolVersion string) ([]byte, error) {
 		}
 		res := result{RuleID: ruleID(f.Severity), Level: level(f.Severity), Message: message{Text: text},
 			Properties: map[string]any{"severity": f.Severity, "title": f.Title, "outsideDiff": f.OutsideDiff}}
-		if f.File != "" {
+		// The path is checked again here (a Report may come from elsewhere than Parse): a
+		// location is only ever a relative URI inside the repository.
+		if safe, _ := SafePath(f.File, ""); safe != "" && safe == f.File {
 			var p physical
-			p.ArtifactLocation.URI = f.File
+			p.ArtifactLocation.URI = uriOf(safe)
 			if f.Line > 0 {
 				p.Region = &region{StartLine: f.Line, EndLine: max(f.EndLine, f.Line)}
 			}
@@ -68,6 +71,9 @@ func SARIF(r Report, toolVersion string) ([]byte, error) {
 				"informationUri": "https://github.com/cline-mcp/cline-mcp", "rules": rules,
 			}},
 			"results": results,
+			// executionSuccessful says whether the review reached a verdict: an answer without a
+			// findings block that parsed is no verdict, whatever its results say.
+			"invocations": []any{map[string]any{"executionSuccessful": r.Parsed}},
 			"properties": map[string]any{"target": r.Target, "base": r.Base, "head": r.Head,
 				"summary": r.Summary, "findingsParsed": r.Parsed},
 		}},

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
-	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/bridge/run/engine"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -17,6 +16,7 @@ import (
 type attempt struct {
 	n          int
 	iso        sandbox.Isolation
+	deadline   time.Time // the call's (timeoutSeconds after the first attempt started)
 	verdict    cline.Verdict
 	exit       sandbox.Exit
 	ran        bool // the process started
@@ -29,28 +29,21 @@ type attempt struct {
 	warnings []string
 	// credNote says why a container attempt's provider credential was inside it (keyOutside).
 	credNote string
-	// providers is the providers.json the attempt runs with (the ACP engine reads its provider).
-	providers string
+	// provider is the ACP engine's provider block of the attempt (id, key, model), read from the
+	// providers.json the attempt runs with before its process started; never read again.
+	provider engine.Provider
 	// the ACP engine: the session the attempt ran in, and the tool calls the policy rejected
-	sessionID   string
-	rejected    []Rejection
-	usageBefore *cline.Usage
-	// own is a directory for the policy files of a process that may be kept (agents.go), with the
+	sessionID string
+	rejected  []Rejection
+	// written: the attempt could have changed files — it ran in a container (where analysis keeps
+	// run_commands) or reported a successful mutating tool call.
+	written bool
+	// own is a directory for the policy files of a process that may be kept, with the
 	// lifeline's untrack; the engine hands it to the process, else the attempt removes it.
-	own        string
-	untrackOwn func()
-}
-
-// dropOwn removes the attempt's own directory when no kept process took it.
-func (a *attempt) dropOwn() {
-	if a.own != "" {
-		_ = os.RemoveAll(a.own)
-		a.own = ""
-	}
-	if a.untrackOwn != nil {
-		a.untrackOwn()
-		a.untrackOwn = nil
-	}
+	own engine.Owned
+	// shape is a Docker turn's fingerprint when its container may be kept for the session's next
+	// turn (livesession.go), else "".
+	shape string
 }
 
 func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
@@ -62,34 +55,51 @@ func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
 // so the user's file never carries an override, not even for a moment, and a crash cannot leave one
 // behind; refreshed credentials are merged back afterwards. Overrides exclude nothing: only a
 // merge-back that has a refreshed token to write waits for this server's default runs in flight
-// (settings.Store.Begin).
-func (k *call) withSettings(ctx context.Context) Result {
+// (settings.Store.Begin). It also says whether an attempt may have written files (attempts).
+func (k *call) withSettings(ctx context.Context) (Result, bool) {
 	if k.iso.Container() || k.Override() {
 		return k.attempts(ctx)
 	}
 	sr, warns, err := k.r.cfg.Settings.Begin(ctx)
 	if err != nil {
-		return k.fail(cline.KindCancelled, "the call was cancelled while it waited for a merge of refreshed credentials into providers.json", false)
+		return k.fail(cline.KindCancelled, "the call was cancelled while it waited for a merge of refreshed credentials into providers.json", false), false
 	}
-	k.hold = sr
+	k.prep.hold = sr
 	k.warnings = append(k.warnings, warns...)
-	res := k.attempts(ctx)
+	res, written := k.attempts(ctx)
 	ectx, cancel := epilogue(ctx)
 	defer cancel()
 	res.Warnings = append(res.Warnings, k.r.cfg.Settings.End(ectx, sr)...)
-	return res
+	return res, written
 }
 
-// attempts is the seed's retry policy: one retry with a 2–3 s cancellable backoff for transient
-// errors and cline_updating; a timeout is retried only when timeoutSeconds <= 120; nothing else.
-func (k *call) attempts(ctx context.Context) Result {
+// retryMinLeft is the least time of the call that must be left, after the backoff, for a retry
+// to start: less would only start a CLI to stop it.
+const retryMinLeft = 5 * time.Second
+
+// StopGraceTotal is the most a call returns after its deadline (timeoutSeconds after its first
+// attempt started) with the default --stop-grace of 1 s: the ACP engine's cancel and stdin close
+// (bridge/run/engine: 1 s and 0.5 s), the executor's polite stop and kill, and the container's
+// removal.
+// A longer --stop-grace adds the difference. docs/behaviour.md states it.
+const StopGraceTotal = 5 * time.Second
+
+// attempts is the seed's retry policy within the call's time: one retry with a 2–3 s cancellable
+// backoff for transient errors and cline_updating, only when at least retryMinLeft of the call's
+// timeoutSeconds is left after the backoff (else the first attempt's verdict, with a warning); a
+// timeout used the call's whole time, so it is never retried. Every attempt ends at the call's
+// deadline: one that does not stop on the polite stop is killed. It also says whether any attempt
+// may have written files (attempt.written), for the workspace's epilogue.
+func (k *call) attempts(ctx context.Context) (_ Result, written bool) {
 	iso := k.iso
+	deadline := time.Now().Add(time.Duration(k.TimeoutSeconds) * time.Second)
 	var a attempt
 	for n := 1; ; n++ {
-		a = k.attempt(ctx, iso, n)
+		a = k.attempt(ctx, iso, n, deadline)
+		written = written || a.written
 		k.warnings = append(k.warnings, a.warnings...)
 		if a.sessionID != "" {
-			k.sessionID = a.sessionID
+			k.prep.sess.id = a.sessionID
 		}
 		k.res.Rejected = append(k.res.Rejected, a.rejected...)
 		k.res.Attempts = n
@@ -99,25 +109,44 @@ func (k *call) attempts(ctx context.Context) Result {
 		if a.verdict.OK || n >= 2 || ctx.Err() != nil || !cline.ShouldRetry(a.verdict, k.TimeoutSeconds) {
 			break
 		}
-		if why := k.space.retry(ctx, a); why != "" {
+		if why := k.prep.space.retry(ctx, a); why != "" {
 			k.warnings = append(k.warnings, "not retried: "+why)
 			break
 		}
 		wait := k.r.cfg.Backoff()
+		if left := time.Until(deadline) - wait; left < retryMinLeft {
+			k.warnings = append(k.warnings, fmt.Sprintf("not retried: %.1f s of the call's %d s (timeoutSeconds) would be left after the backoff, and a retry needs %d s",
+				max(left, 0).Seconds(), k.TimeoutSeconds, int(retryMinLeft/time.Second)))
+			break
+		}
 		k.progress(fmt.Sprintf("attempt %d failed (%s); retrying in %.1f s", n, a.verdict.Kind, wait.Seconds()))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			k.fillFrom(a)
-			return k.fail(cline.KindCancelled, fmt.Sprintf("the call was cancelled while waiting to retry after %s: %s", a.verdict.Kind, a.verdict.Message), false)
+			return k.fail(cline.KindCancelled, fmt.Sprintf("the call was cancelled while waiting to retry after %s: %s", a.verdict.Kind, a.verdict.Message), false), written
 		case <-t.C:
 		}
 		if ri := k.r.cfg.RetryIsolation; ri != "" && ri.AtLeast(iso) {
 			iso = ri
 		}
 	}
-	return k.finish(a)
+	return k.finish(a), written
+}
+
+// stoppedAtDeadline is the warning of an attempt the call's deadline stopped: when, and whether it
+// had to be killed.
+func (a *attempt) stoppedAtDeadline(timeoutSeconds int) {
+	if a.verdict.Kind != cline.KindTimeout {
+		return
+	}
+	how := "stopped"
+	if a.exit.Signal == "SIGKILL" {
+		how = "killed (SIGKILL): it did not stop on the polite stop"
+	}
+	a.verdict.Warnings = append(a.verdict.Warnings, fmt.Sprintf("attempt %d was %s at the call's deadline (timeoutSeconds %d); it had ended %.1f s after the deadline",
+		a.n, how, timeoutSeconds, max(time.Since(a.deadline), 0).Seconds()))
 }
 
 // fillFrom copies the process facts of an attempt into the result.
@@ -160,11 +189,11 @@ func (k *call) finish(a attempt) Result {
 //
 // The result is named: the settings copy's cleanup (merge-back) runs deferred and adds its
 // warnings to it.
-func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a attempt) {
-	a = attempt{n: n, iso: iso}
-	defer a.dropOwn()
+func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, deadline time.Time) (a attempt) {
+	a = attempt{n: n, iso: iso, deadline: deadline}
+	defer a.own.Release()
 	req := cline.Request{
-		Prompt: k.Prompt, SystemPrompt: k.SystemPrompt, Cwd: k.dir, Thinking: k.Thinking,
+		Prompt: k.prep.jsonPrompt(iso), SystemPrompt: k.SystemPrompt, Cwd: k.prep.dir, Thinking: k.Thinking,
 		Provider: k.Provider, Model: k.Model, AutoApprove: !(k.Tool.Analysis() && k.r.cfg.SeedPolicy),
 	}
 	spec := sandbox.Spec{StopGrace: k.r.cfg.StopGrace, SettleGrace: k.r.cfg.SettleGrace}
@@ -173,16 +202,16 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 	var err error
 	if iso.Container() {
 		exec = k.r.cfg.Docker
-		after, err = k.dockerSpec(ctx, &spec, &req, &a)
+		after, err = k.prep.dockerSpec(ctx, &spec, &req, &a)
 	} else {
 		exec = k.r.cfg.Host
-		after, err = k.hostSpec(ctx, &spec, &req, &a)
+		after, err = k.prep.hostSpec(ctx, &spec, &req, &a)
 	}
 	if after != nil {
 		defer after()
 	}
 	if err != nil {
-		a.verdict = k.startVerdict(ctx, err, iso, false)
+		a.verdict = k.startVerdict(err, iso, ctx.Err() != nil, false)
 		return a
 	}
 	if exec == nil {
@@ -191,13 +220,27 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 	}
 
 	k.progress(fmt.Sprintf("attempt %d: starting Cline (%s)", n, iso))
-	copyBack := k.engine.run(ctx, k, &a, exec, spec)
-	a.enforcement = k.enforcementOf(iso, spec, a.exit, a.credNote)
+	f := k.engine.Run(ctx, k.turn(&a, exec, spec))
+	a.stdoutTail, a.stderrTail, a.sessionID, a.rejected = f.StdoutTail, f.StderrTail, f.SessionID, f.Rejected
+	a.ran, a.exit, a.toolCalls, a.verdict = f.Ran, f.Exit, f.ToolCalls, f.Verdict
+	a.warn(f.Warnings...)
+	a.written = f.MayHaveWritten
+	if f.Kept && iso.Container() {
+		k.r.layouts.put(f.SessionID, k.prep.space.record())
+		k.progress(fmt.Sprintf("attempt %d: the container is kept for this session's next turn", n))
+	}
+	if f.Err != nil {
+		a.verdict = k.budget.Verdict(k.startVerdict(f.Err, iso, ctx.Err() != nil, f.Deadline))
+	}
+	copyBack := f.CopyBack
+	a.enforcement = k.prep.enforcementOf(iso, spec, a.exit, a.credNote)
 	if !a.ran {
 		return a
 	}
+	a.verdict = k.budget.proxyVerdict(a.verdict, a.exit.Egress) // what the egress proxy refused at the spend limits
+	a.stoppedAtDeadline(k.TimeoutSeconds)
 	if iso.Container() {
-		a.warn(k.egressWarnings(a.exit)...)
+		a.warn(k.prep.egressWarnings(a.exit)...)
 	}
 	if a.exit.StreamsCut {
 		a.verdict.Warnings = append(a.verdict.Warnings, "a process left behind by Cline kept its output open after it exited; the bridge closed the streams 500 ms after exit and settled with what it had")
@@ -214,11 +257,11 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int) (a att
 }
 
 // startVerdict maps an error before the CLI ran: preparing the attempt, or the executor starting
-// it. A cancel meanwhile is cancelled; the attempt's own time limit running out (deadline) is a
+// it. A cancel meanwhile (cancelled) is cancelled; the call's time running out (deadline) is a
 // timeout; anything else is launchVerdict's.
-func (k *call) startVerdict(ctx context.Context, err error, iso sandbox.Isolation, deadline bool) cline.Verdict {
+func (k *call) startVerdict(err error, iso sandbox.Isolation, cancelled, deadline bool) cline.Verdict {
 	switch {
-	case ctx.Err() != nil:
+	case cancelled:
 		// Preparing the attempt, or creating its container, ended by a cancel.
 		return cline.Verdict{Kind: cline.KindCancelled, Message: "the call was cancelled before Cline started: " + err.Error()}
 	case deadline:
@@ -248,89 +291,17 @@ func launchVerdict(err error, iso sandbox.Isolation) cline.Verdict {
 
 // allowedTools is the allow-list of the run's analysis policy (cline.Outcome.Allowed); nil for
 // the seed policy, which denies every tool.
-func (k *call) allowedTools(iso sandbox.Isolation) []string {
-	if k.r.cfg.SeedPolicy {
+func allowedTools(seed bool, iso sandbox.Isolation) []string {
+	if seed {
 		return nil
 	}
 	return cline.AnalysisTools(iso.Container())
 }
 
-// hostSpec fills the spec for a run on this machine. A run with a provider/model override gets a
-// private copy of the settings (settings.HostCopy) as CLINE_PROVIDER_SETTINGS_PATH; the returned
-// cleanup merges refreshed credentials back (settings.MergeAllowed) and deletes the copy.
-func (k *call) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, a *attempt) (func(), error) {
-	path, err := k.r.cfg.ClinePath()
-	if err != nil {
-		return nil, err
-	}
-	extra := map[string]string{}
-	if k.Tool.Analysis() && !k.r.cfg.SeedPolicy {
-		if extra, err = k.hostPolicy(ctx, a); err != nil {
-			return nil, err
-		}
-		if w := k.r.versionWarning(path); w != "" && !k.versionWarned {
-			k.versionWarned = true
-			a.warn(w)
-		}
-	}
-	if k.r.cfg.Instance != "" {
-		extra[sandbox.InstanceEnv] = k.r.cfg.Instance
-	}
-	var cleanup func()
-	if k.Override() {
-		// After the policy: its CLINE_DATA_DIR points at the user's data dir; this variable
-		// wins over it for providers.json alone.
-		cp, err := k.r.cfg.Settings.HostCopy(k.private, settingsOverride(k.Call))
-		if err != nil {
-			return nil, fmt.Errorf("copy Cline's settings for the override: %w", err)
-		}
-		a.warn(cp.Warnings...)
-		cleanup = func() { k.mergeBack(ctx, cp, a) }
-		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath
-		// The CLI on this machine refreshes its token in the copy.
-		k.watchCopy(cp)
-	}
-	providers := k.r.cfg.Settings.File()
-	if v, ok := extra["CLINE_PROVIDER_SETTINGS_PATH"]; ok {
-		providers = v
-	}
-	k.engine.env(k, a, providers, extra)
-	spec.Path = path
-	spec.Args = k.engine.argv(*req)
-	spec.Env = cline.Env(k.r.cfg.Env, extra)
-	spec.Dir = k.dir
-	return cleanup, nil
-}
-
-// mergeBack brings the refreshed credentials of a host run's private copy home (a container's copy
-// brings none), learns the credential values the copy held, and deletes the copy, which holds keys.
-// It runs on every path, on a ctx a cancel does not end: a refreshed token is the user's, whatever
-// became of the call. A container retry of a default host call merges under this call's own hold.
-func (k *call) mergeBack(ctx context.Context, cp *settings.Copy, a *attempt) {
-	st := k.r.cfg.Settings
-	// Whatever credential the copy holds now is a secret of this call, merged back or not.
-	if b, err := st.ReadBack(cp); err == nil {
-		k.red.learnJSON(b, true)
-	}
-	ectx, cancel := epilogue(ctx)
-	defer cancel()
-	a.warn(st.MergeAllowed(ectx, cp, k.hold)...)
-	if err := st.Discard(cp); err != nil {
-		a.warn(fmt.Sprintf("could not delete the private settings copy %s: %v", cp.Dir, err))
-	}
-}
-
-// watchCopy makes the call's redactor watch a private copy's providers.json: a token the run
-// refreshes in it is a secret of the call.
-func (k *call) watchCopy(cp *settings.Copy) {
-	k.red.watch(cp.SettingsPath, func() ([]byte, error) { return k.r.cfg.Settings.ReadBack(cp) })
-}
-
 // onEvent turns live stream events into short, redacted progress messages. Text is redacted
 // before it is cut to a snippet, so a cut never leaves half a secret unrecognised: answers at the
 // precise level (like the result's text), error events at the diagnostic level.
-func (k *call) onEvent(a *attempt, ev cline.Event) {
-	n := a.n
+func (k *call) onEvent(n int, ev cline.Event) {
 	k.budget.observe(ev)
 	if ev.Text != "" {
 		k.red.refresh(false) // a token refreshed during the run, before Cline prints it

@@ -20,14 +20,14 @@ func iterEv(n int) cline.Event {
 func TestBudgetStopsOnceAtTheLimit(t *testing.T) {
 	b := &budget{maxCost: 0.05}
 	stops := 0
-	b.begin(func() { stops++ })
+	b.Follow(func() { stops++ })
 	b.observe(iterEv(1))
 	b.observe(usageEv(0.02))
 	if stops != 0 || b.exceeded() != "" {
 		t.Fatalf("stopped below the limit: %d %q", stops, b.exceeded())
 	}
-	b.end() // a failed first attempt: $0.02 spent
-	b.begin(func() { stops++ })
+	b.Unfollow() // a failed first attempt: $0.02 spent
+	b.Follow(func() { stops++ })
 	b.observe(usageEv(0.02)) // $0.04 for the call
 	b.observe(usageEv(0.01)) // a lower report never lowers what was seen
 	if stops != 0 {
@@ -39,7 +39,7 @@ func TestBudgetStopsOnceAtTheLimit(t *testing.T) {
 	if stops != 1 {
 		t.Fatalf("stop called %d times, want once", stops)
 	}
-	v := b.verdict(cline.Verdict{OK: true, Text: "answer"})
+	v := b.Verdict(cline.Verdict{OK: true, Text: "answer"})
 	if v.OK || v.Kind != cline.KindBudgetExceeded || !strings.Contains(v.Message, "spent $0.0600") || !strings.Contains(v.Message, "iteration 2") {
 		t.Errorf("verdict %+v", v)
 	}
@@ -53,7 +53,7 @@ func TestBudgetStopsOnceAtTheLimit(t *testing.T) {
 func TestBudgetIterationsAndTheEnd(t *testing.T) {
 	b := &budget{maxIter: 2, maxCost: 1}
 	stopped := false
-	b.begin(func() { stopped = true })
+	b.Follow(func() { stopped = true })
 	b.observe(iterEv(1))
 	b.observe(iterEv(2))
 	if stopped {
@@ -65,13 +65,13 @@ func TestBudgetIterationsAndTheEnd(t *testing.T) {
 	}
 
 	b = &budget{maxCost: 0.1}
-	b.begin(func() { t.Error("stopped after the end") })
-	b.end()
-	b.setCost(0.5)
-	if b.exceeded() != "" || !strings.Contains(b.overAtEnd(), "$0.5000, past its limit maxCostUsd $0.1000") {
-		t.Errorf("exceeded %q, overAtEnd %q", b.exceeded(), b.overAtEnd())
+	b.Follow(func() { t.Error("stopped after the end") })
+	b.Unfollow()
+	b.SetCost(0.5)
+	if b.exceeded() != "" || !strings.Contains(b.OverAtEnd(), "$0.5000, past its limit maxCostUsd $0.1000") {
+		t.Errorf("exceeded %q, overAtEnd %q", b.exceeded(), b.OverAtEnd())
 	}
-	if v := b.verdict(cline.Verdict{OK: true}); !v.OK {
+	if v := b.Verdict(cline.Verdict{OK: true}); !v.OK {
 		t.Errorf("a limit passed after the end failed the attempt: %+v", v)
 	}
 	if got := (&budget{}).note(); got != "" {

@@ -77,7 +77,7 @@ func TestCancelDuringBackoff(t *testing.T) {
 				h.cfg.Backoff = func() time.Duration {
 					h.ev.add("backoff")
 					cancel()
-					return time.Hour
+					return 30 * time.Second // a retry fits the call's 60 s
 				}
 				res := h.do(ctx, h.call(tc.tool))
 				wantResult(t, res, result{kind: "cancelled", attempts: 1, isolation: []sandbox.Isolation{host}})

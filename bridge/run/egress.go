@@ -15,8 +15,8 @@ import (
 // host, else the provider's known API host (cline.ProviderEndpoints). They are read from the
 // settings copy just written, before the run (the container never wrote it yet). In provider
 // mode a provider without any known endpoint gets a warning naming the fix.
-func (k *call) providerEndpoints(settingsPath, provider string, a *attempt) []string {
-	if k.r.cfg.DockerEgress != sandbox.EgressProvider {
+func (p *prep) providerEndpoints(settingsPath, provider string, a *attempt) []string {
+	if p.r.cfg.DockerEgress != sandbox.EgressProvider {
 		return nil
 	}
 	var doc struct {
@@ -28,7 +28,7 @@ func (k *call) providerEndpoints(settingsPath, provider string, a *attempt) []st
 		_ = json.Unmarshal(b, &doc)
 	}
 	eps, known := cline.ProviderEndpoints(provider, doc.Providers[provider].Settings)
-	if !known && len(k.r.cfg.EgressAllow) == 0 {
+	if !known && len(p.r.cfg.EgressAllow) == 0 {
 		a.warn(fmt.Sprintf("the egress proxy knows no API endpoint of provider %q (no baseUrl in its settings, and not in the catalog of Cline %s): the run cannot reach it unless the server allows it with --egress-allow host:port", provider, cline.PolicyCLIVersion))
 	}
 	return eps
@@ -38,21 +38,21 @@ func (k *call) providerEndpoints(settingsPath, provider string, a *attempt) []st
 // which endpoints other than its provider it reached through the egress proxy (each a way out),
 // and what the proxy refused (endpoint, count and reason; the CLI's own telemetry is refused
 // quietly).
-func (k *call) egressWarnings(x sandbox.Exit) []string {
+func (p *prep) egressWarnings(x sandbox.Exit) []string {
 	var out []string
-	if k.r.cfg.DockerEgress == sandbox.EgressOpen && !k.openWarned {
-		k.openWarned = true
+	if p.r.cfg.DockerEgress == sandbox.EgressOpen && !p.warned.open {
+		p.warned.open = true
 		out = append(out, "this Docker run's network was open (--docker-egress open): whatever ran in the container could reach any host its network reaches")
 	}
 	if x.Egress == nil {
 		return out
 	}
 	for _, r := range x.Egress.Allowed {
-		k.r.log.Debug("egress allowed", "target", r.Target, "count", r.Count, "rule", r.Rule)
+		p.r.log.Debug("egress allowed", "target", r.Target, "count", r.Count, "rule", r.Rule)
 		out = append(out, fmt.Sprintf("the run reached %s %s through the egress proxy (allowed by --egress-allow %s): not its provider, so a way out for what the run read", r.Target, times(r.Count), r.Rule))
 	}
 	for _, r := range x.Egress.Refused {
-		k.r.log.Debug("egress refused", "target", r.Target, "count", r.Count, "reason", r.Reason)
+		p.r.log.Debug("egress refused", "target", r.Target, "count", r.Count, "reason", r.Reason)
 		if slices.Contains(cline.TelemetryEndpoints, r.Target) {
 			continue
 		}

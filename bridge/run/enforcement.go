@@ -29,6 +29,10 @@ type Enforcement struct {
 	// one provider's credential (least privilege); a host run uses the user's own settings.
 	CredentialOutside bool   `json:"credentialOutside"`
 	CredentialInside  string `json:"credentialInside,omitempty"`
+	// CredentialVariables name the credential-looking variables of the user's (--docker-env) the
+	// container's environment held with a value other than the run's placeholder (names only);
+	// any makes CredentialOutside false.
+	CredentialVariables []string `json:"credentialVariables,omitempty"`
 	// Summary is the same in one line of text (the result's text says "Enforced: " and it).
 	Summary string `json:"summary"`
 }
@@ -61,7 +65,7 @@ type MountEnforcement struct {
 
 // enforcementOf is what an attempt in iso had enforced; spec.Egress are the provider endpoints
 // the attempt was given (provider mode).
-func (k *call) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox.Exit, credNote string) *Enforcement {
+func (p *prep) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox.Exit, credNote string) *Enforcement {
 	e := &Enforcement{Isolation: iso}
 	if !iso.Container() {
 		e.Summary = "host: no container; Cline ran as this server's user, with its files and network"
@@ -78,8 +82,20 @@ func (k *call) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox
 	if !e.CredentialOutside {
 		e.CredentialInside = credNote
 	}
+	if names := p.credentialVariables(spec.Env); len(names) > 0 {
+		e.CredentialVariables = names
+		if e.CredentialOutside { // the proxy held the provider's key, not these
+			e.CredentialOutside = false
+			e.CredentialInside = "the proxy held the provider's key, but the container's environment held " + strings.Join(names, ", ") +
+				" with a value of yours that the proxy does not stand in for"
+		}
+	}
+	if c.Egress == sandbox.EgressPolicy {
+		// Kubernetes: what the run's NetworkPolicy allows, as the API server stored it.
+		e.AllowedEndpoints = c.Allowed
+	}
 	if c.Egress == sandbox.EgressProvider {
-		e.AllowedEndpoints = slices.Concat(spec.Egress, k.r.cfg.EgressAllow)
+		e.AllowedEndpoints = slices.Concat(spec.Egress, p.egressAllow())
 		if x.Egress != nil {
 			for _, r := range x.Egress.Refused {
 				e.RefusedEndpoints = append(e.RefusedEndpoints, r.Target)
@@ -142,9 +158,13 @@ func summary(e *Enforcement) string {
 		}
 	case sandbox.EgressOpen:
 		net += ", egress open"
+	case sandbox.EgressPolicy:
+		net += ", egress only where its NetworkPolicy allows: " + orNothing(e.AllowedEndpoints)
 	}
 	parts = append(parts, net)
 	switch {
+	case len(e.CredentialVariables) > 0:
+		parts = append(parts, "credentials were inside the container ("+e.CredentialInside+"; variables of yours passed with --docker-env: "+strings.Join(e.CredentialVariables, ", ")+")")
 	case e.CredentialOutside:
 		parts = append(parts, "the provider's credential stayed outside (the proxy added it; the container had a placeholder)")
 	case e.CredentialInside != "":

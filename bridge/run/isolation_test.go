@@ -216,7 +216,8 @@ func TestDockerFreshToken(t *testing.T) {
 func TestLearnedSecrets(t *testing.T) {
 	h := newHarness(t)
 	h.set.fresh = settings.Fresh{Refreshed: "cline", Secrets: []string{"workos:fresh-token-0123456789"}}
-	k := &call{Call: h.call(AskCline), r: h.runner(), progress: h.progress, red: newSecrets(redact.New(nil))}
+	c := h.call(AskCline)
+	k := &prep{Call: &c, r: h.runner(), progress: h.progress, red: newSecrets(redact.New(nil))}
 	var a attempt
 	if err := k.freshToken(t.Context(), &a); err != nil {
 		t.Fatal(err)
@@ -229,7 +230,7 @@ func TestLearnedSecrets(t *testing.T) {
 	if err := os.WriteFile(cp.SettingsPath, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k.mergeBack(t.Context(), cp, &a)
+	k.mergeBack(t.Context(), cp, &a, true)
 	for _, v := range []string{"fresh-token-0123456789", "token-the-run-wrote-0123456789"} {
 		if got := k.red.Text("answer: " + v); strings.Contains(got, v) {
 			t.Errorf("%q was not learned: %q", v, got)

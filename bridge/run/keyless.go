@@ -16,21 +16,19 @@ import (
 // placeholderPrefix starts the per-run stand-in for a provider key the container never gets.
 const placeholderPrefix = "sk-cline-mcp-placeholder-"
 
-// keyOutside keeps the provider's API key of a Docker run with the egress proxy, when it
-// can: in provider egress mode, for a provider that calls its API with a key in one header and
-// honours a baseUrl (cline.KeyAuthOf). The copy then names the forwarder in the run
-// (sandbox.ProviderProxyAddr) as its baseUrl and holds a per-run placeholder instead of the key,
+// keyOutside keeps the provider's API key of a container run with the egress proxy, when it
+// can: in provider egress mode (Docker; a Kubernetes run always has its pod's egress sidecar),
+// for a provider that calls its API with a key in one header and honours a baseUrl
+// (cline.KeyAuthOf). The copy then names the forwarder in the run (sandbox.ProviderProxyAddr)
+// as its baseUrl and holds a per-run placeholder instead of the key,
 // the environment variables that carried the key (--docker-env) carry the placeholder, and the
 // returned Credential tells the executor's proxy to add the real key (and the provider's custom
 // headers) on the way out. Otherwise it returns nil and records why the key stays inside
 // (a.credNote): the copy is today's least-privilege one.
-func (k *call) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt) (*sandbox.Credential, error) {
-	if a.iso == sandbox.IsolationKubernetes {
-		a.credNote = "the Kubernetes executor has no egress proxy to hold it (the pod's NetworkPolicy limits where it can go)"
-		return nil, nil
-	}
-	if k.r.cfg.DockerEgress != sandbox.EgressProvider {
-		a.credNote = fmt.Sprintf("egress %s has no proxy to hold it", k.r.cfg.DockerEgress)
+func (p *prep) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt) (*sandbox.Credential, error) {
+	// A Kubernetes run's egress sidecar holds it whatever the pod's network (sandbox/kubernetes).
+	if a.iso != sandbox.IsolationKubernetes && p.r.cfg.DockerEgress != sandbox.EgressProvider {
+		a.credNote = fmt.Sprintf("egress %s has no proxy to hold it", p.r.cfg.DockerEgress)
 		return nil, nil
 	}
 	auth, ok := cline.KeyAuthOf(cp.Target)
@@ -42,7 +40,7 @@ func (k *call) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt
 	if err != nil {
 		return nil, err
 	}
-	var upstream string
+	var upstream, basePath string
 	taken, err := cp.TakeKey(placeholder, func(old string) (string, error) {
 		origin, path, ok := cline.SplitBase(auth.EffectiveBase(old))
 		if !ok {
@@ -51,7 +49,7 @@ func (k *call) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt
 		if u, _ := url.Parse(origin); u != nil && isLoopbackHost(u.Hostname()) {
 			return "", fmt.Errorf("%w: its baseUrl is on loopback", errNoProxy)
 		}
-		upstream = origin
+		upstream, basePath = origin, path
 		return "http://" + sandbox.ProviderProxyAddr + path, nil
 	})
 	switch {
@@ -68,10 +66,10 @@ func (k *call) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt
 	headers := map[string]string{}
 	for name, v := range taken.Headers {
 		headers[name] = v
-		k.red.Learn(v)
+		p.red.Learn(v)
 	}
 	if key != "" {
-		k.red.Learn(key)
+		p.red.Learn(key)
 		headers[auth.Header] = auth.HeaderValue(key)
 		for name, v := range extra {
 			if v == key {
@@ -79,7 +77,9 @@ func (k *call) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt
 			}
 		}
 	}
-	return &sandbox.Credential{Upstream: upstream, Headers: headers}, nil
+	// Lent only to the API the CLI calls, within what the call may spend (budget.allowance).
+	return &sandbox.Credential{Upstream: upstream, Headers: headers, BasePath: basePath,
+		Endpoints: cline.APIEndpoints(cp.Target), Allowance: p.budget.allowance(p.modelOf(cp))}, nil
 }
 
 var errNoProxy = errors.New("the proxy cannot stand in for it")

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,53 +40,49 @@ var errWorkspaceCode = errors.New("the workspace configures Cline hooks or plugi
 
 // hostPolicy writes the policy files of a host analysis attempt into a fresh directory under the
 // call's private dir and returns the environment that points the CLI at them.
-func (k *call) hostPolicy(ctx context.Context, a *attempt) (map[string]string, error) {
-	if found := k.workspaceCode(); len(found) > 0 {
+func (p *prep) hostPolicy(a *attempt) (map[string]string, error) {
+	if found := p.workspaceCode(); len(found) > 0 {
 		return nil, fmt.Errorf("%w in %s, which the Cline CLI would run on this machine during the analysis (its workspace is the repository's top or, when git cannot read the repository, the run's directory), and the CLI cannot switch them off: %s; run the call with \"isolation\": \"docker\" (they then run inside the container) or remove them",
-			errWorkspaceCode, k.dir, strings.Join(found, ", "))
+			errWorkspaceCode, p.dir, strings.Join(found, ", "))
 	}
-	if !k.userCodeWarned {
-		k.userCodeWarned = true
-		if found := existingCode("", cline.UserCodeDirs(k.r.cfg.Home)); len(found) > 0 {
+	if !p.warned.userCode {
+		p.warned.userCode = true
+		if found := existingCode("", cline.UserCodeDirs(p.r.cfg.Home)); len(found) > 0 {
 			a.warn(fmt.Sprintf("your Cline hooks or plugins in %s ran during this analysis: the CLI reads them from your home directory and has no setting that switches them off", strings.Join(found, ", ")))
 		}
 	}
-	dir := filepath.Join(k.private, fmt.Sprintf("policy-%d", a.n))
-	if k.keepable(a.iso) {
-		// A process that may be kept outlives this call's private dir (agents.go).
-		own, err := os.MkdirTemp(k.r.cfg.TempDir, "cline-mcp-agent-")
+	dir := filepath.Join(p.private, fmt.Sprintf("policy-%d", a.n))
+	if p.keepAs(a.iso) != "" {
+		own, err := p.ownDir(a)
 		if err != nil {
 			return nil, fmt.Errorf("write the tool policy: %w", err)
 		}
-		a.own, dir = own, own
-		if k.r.cfg.TrackDir != nil {
-			a.untrackOwn = k.r.cfg.TrackDir(own)
-		}
+		dir = own
 	}
 	clineDir := filepath.Join(dir, "cline-dir")
 	if err := os.MkdirAll(clineDir, 0o700); err != nil {
 		return nil, fmt.Errorf("write the tool policy: %w", err)
 	}
 	global := filepath.Join(dir, "global-settings.json")
-	if err := k.writeGlobalSettings(global, k.r.globalSettingsPath(), cline.AnalysisTools(false), a); err != nil {
+	if err := p.writeGlobalSettings(global, p.r.globalSettingsPath(), cline.AnalysisTools(false), a); err != nil {
 		return nil, err
 	}
 	mcp := filepath.Join(dir, "cline_mcp_settings.json")
 	if err := os.WriteFile(mcp, []byte(cline.EmptyMCPSettings), 0o600); err != nil {
 		return nil, fmt.Errorf("write the tool policy: %w", err)
 	}
-	getenv := envLookup(k.r.cfg.Env)
+	getenv := envLookup(p.r.cfg.Env)
 	userClineDir := getenv("CLINE_DIR")
 	if userClineDir == "" {
-		userClineDir = filepath.Join(k.r.cfg.Home, ".cline")
+		userClineDir = filepath.Join(p.r.cfg.Home, ".cline")
 	}
 	for _, name := range cline.ClineDirText {
 		src := filepath.Join(userClineDir, name)
 		if _, err := os.Stat(src); err != nil {
 			continue
 		}
-		if err := os.Symlink(src, filepath.Join(clineDir, name)); err != nil && !k.textLinkWarned {
-			k.textLinkWarned = true
+		if err := os.Symlink(src, filepath.Join(clineDir, name)); err != nil && !p.warned.textLink {
+			p.warned.textLink = true
 			a.warn(fmt.Sprintf("your global Cline %s (%s) do not apply to this analysis run: %v", name, src, err))
 		}
 	}
@@ -95,7 +90,7 @@ func (k *call) hostPolicy(ctx context.Context, a *attempt) (map[string]string, e
 		"CLINE_GLOBAL_SETTINGS_PATH": global,
 		"CLINE_MCP_SETTINGS_PATH":    mcp,
 		"CLINE_DIR":                  clineDir,
-		"CLINE_DATA_DIR":             settings.DataDir(getenv, k.r.cfg.Home),
+		"CLINE_DATA_DIR":             settings.DataDir(getenv, p.r.cfg.Home),
 	}, nil
 }
 
@@ -103,13 +98,13 @@ func (k *call) hostPolicy(ctx context.Context, a *attempt) (map[string]string, e
 // settings dir (mounted at the same path) and returns the environment for them. The container's
 // HOME is an empty tmpfs, so its Cline directory holds no hooks or plugins of the user; the
 // repository's own run inside the container, which a warning says (a plugin's tools are offered).
-func (k *call) dockerPolicy(ctx context.Context, settingsDir string, a *attempt) (map[string]string, error) {
-	if found := k.workspaceCode(); len(found) > 0 && !k.userCodeWarned {
-		k.userCodeWarned = true
+func (p *prep) dockerPolicy(settingsDir string, a *attempt) (map[string]string, error) {
+	if found := p.workspaceCode(); len(found) > 0 && !p.warned.userCode {
+		p.warned.userCode = true
 		a.warn(fmt.Sprintf("the repository's Cline hooks or plugins (%s) ran inside the container: the CLI cannot switch them off, and a plugin's tools are offered beside the analysis allow-list", strings.Join(found, ", ")))
 	}
 	global := filepath.Join(settingsDir, "global-settings.json")
-	if err := k.writeGlobalSettings(global, global, cline.AnalysisTools(true), a); err != nil {
+	if err := p.writeGlobalSettings(global, global, cline.AnalysisTools(true), a); err != nil {
 		return nil, err
 	}
 	mcp := filepath.Join(settingsDir, "cline_mcp_settings.json")
@@ -129,17 +124,17 @@ func (k *call) dockerPolicy(ctx context.Context, settingsDir string, a *attempt)
 // the first one that git can use (a .git file, or a .git directory with a HEAD), since git skips
 // a .git it cannot use and looks further up. A few Lstat calls instead of running git (which
 // costs milliseconds per call); only a lookup, nothing in the repository is read or trusted.
-func (k *call) workspaceDirs() []string {
-	dirs := []string{k.dir}
+func (p *prep) workspaceDirs() []string {
+	dirs := []string{p.dir}
 	add := func(d string) {
 		if !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
 		}
 	}
-	if rec := k.space.record(); rec != nil {
+	if rec := p.space.record(); rec != nil {
 		add(rec.Top)
 	}
-	for d := k.dir; ; {
+	for d := p.dir; ; {
 		if fi, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			add(d)
 			if usableGitEntry(filepath.Join(d, ".git"), fi) {
@@ -170,9 +165,9 @@ func usableGitEntry(path string, fi os.FileInfo) bool {
 
 // workspaceCode lists the code directories (cline.WorkspaceCodeDirs) of every directory the CLI
 // may take as its workspace that exist and hold at least one entry.
-func (k *call) workspaceCode() []string {
+func (p *prep) workspaceCode() []string {
 	var found []string
-	for _, d := range k.workspaceDirs() {
+	for _, d := range p.workspaceDirs() {
 		found = append(found, existingCode(d, cline.WorkspaceCodeDirs)...)
 	}
 	return found
@@ -195,7 +190,9 @@ func gitTop(dir string) string {
 }
 
 // existingCode lists the directories of dirs (relative to root, or absolute with root "") that
-// exist and hold at least one entry.
+// exist and hold at least one entry. A symbolic link counts without being followed: a container
+// attempt may have planted it in the workspace, and the host lists no directory of its choosing
+// (the CLI may follow it to code, so it is reported).
 func existingCode(root string, dirs []string) []string {
 	var found []string
 	for _, d := range dirs {
@@ -203,7 +200,9 @@ func existingCode(root string, dirs []string) []string {
 		if root != "" {
 			p = filepath.Join(root, d)
 		}
-		if ents, err := os.ReadDir(p); err == nil && len(ents) > 0 {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			found = append(found, p)
+		} else if ents, err := os.ReadDir(p); err == nil && len(ents) > 0 {
 			found = append(found, p)
 		}
 	}
@@ -212,7 +211,7 @@ func existingCode(root string, dirs []string) []string {
 
 // writeGlobalSettings writes the user's global settings plus the analysis policy of allowed to
 // dst (0600).
-func (k *call) writeGlobalSettings(dst, userPath string, allowed []string, a *attempt) error {
+func (p *prep) writeGlobalSettings(dst, userPath string, allowed []string, a *attempt) error {
 	user, err := os.ReadFile(userPath)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		a.warn(fmt.Sprintf("could not read your Cline global settings (%s): %v; using only the bridge's tool policy", userPath, err))

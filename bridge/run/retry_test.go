@@ -1,18 +1,21 @@
 package run
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 var host, dock = sandbox.IsolationHost, sandbox.IsolationDocker
 
-// TestRetryPolicy: the seed's policy on a default host ask_cline call — one retry after a
-// backoff for transient provider errors, cline_updating and (with timeoutSeconds <= 120) a
-// timeout; nothing else is retried, and never more than two attempts.
+// TestRetryPolicy: the seed's policy on a default host ask_cline call, within the call's time — one
+// retry after a backoff for transient provider errors and cline_updating when at least 5 s of
+// timeoutSeconds are left; a timeout used the call's time and is not retried; nothing else is
+// retried, and never more than two attempts. A retry ends at the call's deadline, not its own.
 func TestRetryPolicy(t *testing.T) {
 	missing := &sandbox.LaunchError{Op: "start", Missing: true, Err: errors.New("exec: no such file")}
 	cases := []struct {
@@ -23,6 +26,8 @@ func TestRetryPolicy(t *testing.T) {
 		want    result
 		events  []string
 		message string
+		warning string        // a warning the result must carry
+		took    time.Duration // when set: the call's duration in the bubble's time
 	}{
 		{name: "ok first time", steps: func(t *testing.T) []step { return []step{pong(t)} },
 			want:   result{ok: true, attempts: 1, isolation: []sandbox.Isolation{host}},
@@ -68,13 +73,24 @@ func TestRetryPolicy(t *testing.T) {
 			want:    result{kind: "non_zero_exit", attempts: 1, isolation: []sandbox.Isolation{host}},
 			events:  []string{"settings.Begin", "host.Run", "hold.End"},
 			message: "SIGKILL"},
-		{name: "timeout within 120 s is retried", timeout: 120, steps: func(t *testing.T) []step { return []step{hang(t), pong(t)} },
-			want:   result{ok: true, attempts: 2, isolation: []sandbox.Isolation{host, host}},
-			events: []string{"settings.Begin", "host.Run", "backoff", "host.Run", "hold.End"}},
-		{name: "timeout twice", timeout: 30, steps: func(t *testing.T) []step { return []step{hang(t), hang(t)} },
+		{name: "a timeout used the call's time: not retried", timeout: 120, steps: func(t *testing.T) []step { return []step{hang(t)} },
+			want:    result{kind: "timeout", attempts: 1, isolation: []sandbox.Isolation{host}, retryable: true},
+			events:  []string{"settings.Begin", "host.Run", "backoff", "hold.End"}, // the pause is chosen, not waited
+			message: "within the 120 s limit", warning: "not retried: 0.0 s of the call's 120 s"},
+		{name: "transient then timeout: the retry ends at the call's deadline", timeout: 30,
+			steps:   func(t *testing.T) []step { return []step{rateLimited(t), hang(t)} },
 			want:    result{kind: "timeout", attempts: 2, isolation: []sandbox.Isolation{host, host}, retryable: true},
 			events:  []string{"settings.Begin", "host.Run", "backoff", "host.Run", "hold.End"},
-			message: "within the 30 s limit"},
+			message: "within the 30 s limit", warning: "attempt 2 was killed (SIGKILL)", took: 30 * time.Second},
+		{name: "transient with too little time left: not retried", timeout: 30,
+			steps: func(t *testing.T) []step {
+				late := rateLimited(t)
+				late.before = func(context.Context) { time.Sleep(27 * time.Second) }
+				return []step{late}
+			},
+			want:    result{kind: "transient_provider_error", attempts: 1, isolation: []sandbox.Isolation{host}, retryable: true},
+			events:  []string{"settings.Begin", "host.Run", "backoff", "hold.End"},
+			message: "Rate limit reached", warning: "not retried: 1.0 s of the call's 30 s (timeoutSeconds) would be left after the backoff, and a retry needs 5 s"},
 		{name: "timeout over 120 s is not retried", timeout: 121, steps: func(t *testing.T) []step { return []step{hang(t)} },
 			want:    result{kind: "timeout", attempts: 1, isolation: []sandbox.Isolation{host}, retryable: true},
 			events:  []string{"settings.Begin", "host.Run", "hold.End"},
@@ -107,6 +123,12 @@ func TestRetryPolicy(t *testing.T) {
 					t.Errorf("text %q, want PONG", res.Text)
 				}
 				wantWarning(t, res, "begin warning")
+				if tc.warning != "" {
+					wantWarning(t, res, tc.warning)
+				}
+				if tc.took != 0 && time.Duration(res.Duration*float64(time.Second)) != tc.took {
+					t.Errorf("the call took %.3f s of the bubble's time, want %v: the deadline covers both attempts", res.Duration, tc.took)
+				}
 				retried := tc.want.attempts == 2
 				sawRetry := false
 				for _, p := range h.progressed() {

@@ -6,17 +6,21 @@
 //  3. prepare: the tool's workspace (space.go) records what the host relies on afterwards and says
 //     where the CLI runs — the cwd (ask_cline), the user's checkout with git evidence
 //     (apply_cline_edits, apply.go) or a disposable worktree (ask_cline_workspace, workspace.go);
-//  4. attempts under the seed's retry policy (attempt.go): each prepares its spec under the settings
-//     discipline — the user's file for a default host run, a private copy otherwise (docker.go for
-//     containers) — and the analysis tool policy (policy.go), then hands it to the engine
-//     (engine.go), which speaks to the CLI and classifies what it said; each returns its warnings;
+//  4. attempts under the seed's retry policy (attempt.go): the call's prep (prep.go) makes each
+//     attempt's spec under the settings discipline — the user's file for a default host run, a
+//     private copy otherwise (docker.go for containers) — and the analysis tool policy
+//     (policy.go); the call hands it to its engine as a plain engine.Turn (engine.go builds it)
+//     and takes back engine.Facts: ran, exit, verdict, tails, tool calls, session id, rejected
+//     tool calls; each attempt returns its warnings;
 //  5. finish: the workspace's epilogue — diff and commit check, the worktree's release — on every
 //     path, also after a failure or cancel, on a ctx bounded by epilogueTimeout; then every string
 //     of the result is redacted (redaction.go).
 //
-// A new tool is a Tool constant, a workspace in workspaceFor (or one of the three) and its schema
-// in bridge/mcpserver. A new engine implements the engine interface (argv, run) and is chosen in
-// New; the call's settings discipline, policy, workspace, retries and redaction stay as they are.
+// The engines live in bridge/run/engine and never see the call or the runner: the spend limits
+// (budget) and the redactor are collaborators a Turn carries. A new tool is a Tool constant, a
+// workspace in workspaceFor (or one of the three) and its schema in bridge/mcpserver. A new engine
+// implements engine.Engine and is chosen in New; the call's settings discipline, policy,
+// workspace, retries and redaction stay as they are.
 package run
 
 import (
@@ -33,6 +37,7 @@ import (
 
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/bridge/run/engine"
 	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -100,6 +105,10 @@ type Config struct {
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
 	SeedPolicy bool
+	// AskCommands leaves apply_cline_edits' commands on the ACP engine to the user (ask.go), each
+	// question answered within AskTimeout (0: DefaultAskTimeout) or refused.
+	AskCommands bool
+	AskTimeout  time.Duration
 	// Backoff is the pause before the retry; nil means 2–3 s.
 	Backoff func() time.Duration
 	// StopGrace and SettleGrace are passed to the executors (zero = their defaults).
@@ -120,11 +129,12 @@ type Runner struct {
 	cfg       Config
 	log       *slog.Logger
 	versions  versionCache
-	engine    engine     // how attempts speak to the CLI by default (engine.go)
-	leases    leases     // worktrees kept for workspace sessions (session.go)
-	agents    agents     // warm ACP processes (agents.go)
-	slots     slots      // MaxConcurrent
-	checkouts keyedSlots // apply_cline_edits, per checkout
+	engine    engine.Engine // how attempts speak to the CLI by default (bridge/run/engine)
+	acp       *engine.ACP   // the ACP engine, with its warm processes
+	leases    leases        // worktrees kept for workspace sessions (session.go)
+	layouts   layouts       // repository layouts of live container sessions (livesession.go)
+	slots     slots         // MaxConcurrent
+	checkouts keyedSlots    // apply_cline_edits, per checkout
 }
 
 // New checks the configuration and fills defaults.
@@ -164,49 +174,36 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	var eng engine = jsonEngine{}
-	switch cfg.Protocol {
-	case "", ProtocolJSON:
-	case ProtocolACP:
-		eng = acpEngine{}
-	default:
-		return nil, fmt.Errorf("run config: unknown protocol %q (json or acp)", cfg.Protocol)
-	}
 	if cfg.WarmIdle <= 0 {
 		cfg.WarmIdle = 5 * time.Minute
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger, engine: eng, slots: slots{limit: cfg.MaxConcurrent},
-		agents: agents{max: cfg.WarmAgents, idle: cfg.WarmIdle}}, nil
+	acpEngine := engine.NewACP(cfg.WarmAgents, cfg.WarmIdle, cfg.Logger)
+	var eng engine.Engine = engine.JSON{}
+	switch cfg.Protocol {
+	case "", ProtocolJSON:
+	case ProtocolACP:
+		eng = acpEngine
+	default:
+		return nil, fmt.Errorf("run config: unknown protocol %q (json or acp)", cfg.Protocol)
+	}
+	return &Runner{cfg: cfg, log: cfg.Logger, engine: eng, acp: acpEngine, slots: slots{limit: cfg.MaxConcurrent}}, nil
 }
 
-// call is the state of one Do: the plan, the workspace and what the prologue prepared for the
-// attempts. Warnings of the plan and the workspace are gathered here; each attempt returns its own.
+// call is the flow of one Do: the plan, the wait, the prologue, the attempts and the result.
+// What its attempts are prepared with — workspace, settings discipline, session, tool policy,
+// container spec — is its prep (prep.go). Warnings of the plan and the workspace are gathered
+// here; each attempt returns its own.
 type call struct {
 	Call
 	r        *Runner
-	progress Progress
-	start    time.Time
+	progress Progress          // the caller's, through the call's redactor
 	red      *secrets          // this call's redactor; learns the credentials the call reads
 	iso      sandbox.Isolation // first attempt's isolation
-	space    workspace         // the tool's workspace (space.go)
-	engine   engine            // how this call's attempts speak to the CLI (engine.go)
+	engine   engine.Engine     // how this call's attempts speak to the CLI (engine.go)
 	budget   *budget           // what the call spends against its limits (budget.go)
-	// the ACP engine's session (session.go): the continued one's record, the CLI's id after the
-	// last attempt, and a container session's data dir (fresh: made for this call)
-	session   *sessions.Record
-	sessionID string
-	sessData  string
-	sessFresh bool
-	dir       string        // where Cline runs (cwd, checkout root's cwd, or the worktree)
-	private   string        // private 0700 temp dir of this call (global settings, copies)
-	hold      *settings.Run // a default host run's shared hold on the settings (nil: none)
-	res       Result
-	warnings  []string
-	// mayHaveWritten is set when an attempt could have changed files: it ran in a container
-	// (where analysis keeps run_commands) or reported a successful mutating tool call.
-	mayHaveWritten bool
-	// once-per-call warnings of the analysis tool policy (policy.go)
-	userCodeWarned, textLinkWarned, versionWarned, openWarned bool
+	prep     *prep             // what the attempts are prepared with (prep.go)
+	res      Result
+	warnings []string
 }
 
 // epilogueTimeout bounds host-side work that must happen even after a cancel.
@@ -227,7 +224,8 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	k := &call{Call: c, r: r, start: time.Now()}
+	start := time.Now()
+	k := &call{Call: c, r: r}
 	k.iso = c.Isolation
 	if k.iso == "" || !k.iso.AtLeast(r.cfg.Floor) {
 		k.iso = r.cfg.Floor
@@ -237,11 +235,24 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	}
 	k.red = r.callSecrets()
 	k.engine = r.engineFor(c)
+	pol, err := r.repoPolicy(c)
+	refused := &failure{cline.KindLaunchFailed, errText(err)}
+	var allowOnly *[]string
+	if err == nil {
+		allowOnly, refused = k.tighten(pol)
+	}
 	k.budget = r.budgetFor(k)
 	// Every progress message leaves through the call's redactor, with what it knows by then.
 	k.progress = func(m string) { progress(k.red.Text(m)) }
-	res := k.do(ctx)
-	res.Duration = time.Since(k.start).Seconds()
+	k.prep = &prep{Call: &k.Call, r: r, red: k.red, engine: k.engine, budget: k.budget, progress: k.progress,
+		allowOnly: allowOnly, caller: callerOf(ctx)}
+	var res Result
+	if refused != nil {
+		res = k.fail(refused.kind, refused.msg, false)
+	} else {
+		res = k.do(ctx)
+	}
+	res.Duration = time.Since(start).Seconds()
 	res.Warnings = append(k.warnings, res.Warnings...)
 	// The epilogue is over: a refresh the CLI wrote into the user's file, or a merge-back, is in
 	// it now.
@@ -253,7 +264,7 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 		res.AttemptIsolation = []sandbox.Isolation{}
 	}
 	if res.Enforcement == nil { // no attempt reached its executor
-		res.Enforcement = k.enforcementOf(res.Isolation, sandbox.Spec{}, sandbox.Exit{}, "")
+		res.Enforcement = k.prep.enforcementOf(res.Isolation, sandbox.Spec{}, sandbox.Exit{}, "")
 	}
 	// Every string of the result, at its level, with every secret the call learned (a diff can
 	// carry a secret Cline wrote into a file, a file name can be one; the file on disk keeps it).
@@ -284,7 +295,7 @@ func (k *call) do(ctx context.Context) Result {
 	if err != nil {
 		return k.fail(cline.KindLaunchFailed, fmt.Sprintf("create a private temp dir: %v", err), false)
 	}
-	k.private = private
+	k.prep.private = private
 	untrack := func() {}
 	if k.r.cfg.TrackDir != nil {
 		untrack = k.r.cfg.TrackDir(private)
@@ -296,34 +307,21 @@ func (k *call) do(ctx context.Context) Result {
 		}
 		untrack()
 	}()
-	k.space = k.r.workspaceFor(k.Call)
-	dir, warns, f := k.space.prepare(ctx, &k.res)
+	k.prep.space = k.r.workspaceFor(k.Call)
+	dir, warns, f := k.prep.space.prepare(ctx, &k.res)
 	k.warnings = append(k.warnings, warns...)
 	if f != nil {
 		return k.fail(f.kind, f.msg, false)
 	}
-	k.dir = dir
-	if p, ok := k.space.(interface{ prompt(string) string }); ok {
+	k.prep.dir = dir
+	if p, ok := k.prep.space.(interface{ prompt(string) string }); ok {
 		k.Prompt = p.prompt(k.Prompt) // review_cline: the task with the change under review
 	}
-	res := k.withSettings(ctx)
-	k.recordSession(&res, k.sessionID)
+	res, written := k.withSettings(ctx)
+	k.recordSession(&res, k.prep.sess.id)
 	ectx, cancel := epilogue(ctx)
 	defer cancel()
-	return k.space.finish(ectx, res, k.mayHaveWritten)
-}
-
-// engineFor is the engine of one call: ACP when the call continues a session or asks for it, else
-// the server's.
-func (r *Runner) engineFor(c Call) engine {
-	switch {
-	case c.SessionID != "" || c.Protocol == ProtocolACP:
-		return acpEngine{}
-	case c.Protocol == ProtocolJSON:
-		return jsonEngine{}
-	default:
-		return r.engine
-	}
+	return k.prep.space.finish(ectx, res, written)
 }
 
 // waitTurn waits until the call may run: first, for apply_cline_edits, until no other apply on the

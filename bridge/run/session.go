@@ -31,6 +31,15 @@ import (
 // restart a continued session gets a new worktree of HEAD, with a warning when the commit moved.
 // Expire ends idle sessions and releases what they held.
 
+// sessionPlan is a call's session: the continued one's record, the CLI's id after the last
+// attempt, and a container session's data dir (fresh: made for this call).
+type sessionPlan struct {
+	rec   *sessions.Record
+	id    string
+	data  string
+	fresh bool
+}
+
 // leases are the worktrees kept for workspace sessions, by session id.
 type leases struct {
 	mu sync.Mutex
@@ -67,12 +76,12 @@ func (l *leases) all() map[string]Worktree {
 func (k *call) planSession() *failure {
 	st := k.r.cfg.Sessions
 	if k.SessionID == "" {
-		if k.engine.sessions() && st != nil && k.iso.Container() {
+		if k.engine.Sessions() && st != nil && k.iso.Container() {
 			dir, err := newDataDir(st.Dir)
 			if err != nil {
 				return &failure{cline.KindLaunchFailed, "could not create the session's data dir: " + err.Error()}
 			}
-			k.sessData, k.sessFresh = dir, true
+			k.prep.sess.data, k.prep.sess.fresh = dir, true
 		}
 		return nil
 	}
@@ -103,7 +112,7 @@ func (k *call) planSession() *failure {
 	if k.Model == "" {
 		k.Model = rec.Model
 	}
-	k.sessData, k.session = rec.DataDir, &rec
+	k.prep.sess.data, k.prep.sess.rec = rec.DataDir, &rec
 	return nil
 }
 
@@ -112,16 +121,16 @@ func (k *call) planSession() *failure {
 func (k *call) recordSession(res *Result, id string) {
 	st := k.r.cfg.Sessions
 	if st == nil || id == "" || k.Tool == ReviewCline { // a review is one turn: nothing to continue
-		if k.sessFresh {
-			_ = os.RemoveAll(k.sessData)
+		if k.prep.sess.fresh {
+			_ = os.RemoveAll(k.prep.sess.data)
 		}
 		return
 	}
 	now := time.Now()
-	rec := sessions.Record{ID: id, Tool: string(k.Tool), Isolation: string(k.iso), Cwd: k.Cwd, Dir: k.dir,
-		Provider: k.Provider, Model: k.Model, DataDir: k.sessData, Created: now, Title: title(k.red.Text(k.Prompt))}
-	if k.session != nil && k.session.ID == id {
-		rec.Created, rec.Title, rec.Turns = k.session.Created, k.session.Title, k.session.Turns
+	rec := sessions.Record{ID: id, Tool: string(k.Tool), Isolation: string(k.iso), Cwd: k.Cwd, Dir: k.prep.dir,
+		Provider: k.Provider, Model: k.Model, DataDir: k.prep.sess.data, Created: now, Title: title(k.red.Text(k.Prompt))}
+	if k.prep.sess.rec != nil && k.prep.sess.rec.ID == id {
+		rec.Created, rec.Title, rec.Turns = k.prep.sess.rec.Created, k.prep.sess.rec.Title, k.prep.sess.rec.Turns
 	}
 	if res.Worktree != nil {
 		rec.Commit = res.Worktree.Commit
@@ -145,6 +154,8 @@ func (r *Runner) Expire(ctx context.Context) int {
 	}
 	gone := st.Expire(time.Now())
 	for _, rec := range gone {
+		r.acp.Forget(rec.ID) // its kept container, before the worktree it has mounted goes
+		r.layouts.drop(rec.ID)
 		if w := r.leases.take(rec.ID); w != nil {
 			if _, err := w.Release(ctx); err != nil {
 				r.log.Warn("could not release an expired session's worktree", "session", rec.ID, "err", err)
@@ -160,7 +171,7 @@ func (r *Runner) Expire(ctx context.Context) int {
 // Close ends the warm ACP processes and releases the worktrees kept for sessions (the records
 // stay: a later server continues them with a new worktree).
 func (r *Runner) Close(ctx context.Context) {
-	r.agents.close()
+	r.acp.Close()
 	for id, w := range r.leases.all() {
 		if _, err := w.Release(ctx); err != nil {
 			r.log.Warn("could not release a session's worktree", "session", id, "err", err)

@@ -47,7 +47,7 @@ func (r *Runner) workspaceFor(c Call) workspace {
 	case ReviewCline:
 		return &reviewSpace{worktreeSpace: &worktreeSpace{git: r.cfg.Git, wts: r.cfg.Worktrees, cwd: c.Cwd, leases: &r.leases}, target: c.Target, focus: c.Focus}
 	default:
-		return &cwdSpace{git: r.cfg.Git, cwd: c.Cwd}
+		return &cwdSpace{git: r.cfg.Git, cwd: c.Cwd, live: r.liveLayout(c.SessionID)}
 	}
 }
 
@@ -57,6 +57,9 @@ type cwdSpace struct {
 	git  Git
 	cwd  string
 	repo *git.Repo
+	// live is the layout recorded by the session's last turn while its container is kept
+	// (livesession.go): the turn that takes the container needs no git process for its shape.
+	live func() (*git.Repo, bool)
 }
 
 func (w *cwdSpace) prepare(context.Context, *Result) (string, []string, *failure) {
@@ -70,7 +73,9 @@ func (w *cwdSpace) record() *git.Repo                     { return w.repo }
 // and writes nothing, so there is nothing to compare afterwards).
 func (w *cwdSpace) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 	if w.repo == nil {
-		if r, err := w.git.Open(ctx, w.cwd); err == nil {
+		if r, ok := w.live(); ok {
+			w.repo = r
+		} else if r, err := w.git.Open(ctx, w.cwd); err == nil {
 			w.repo = &r
 		}
 	}

@@ -134,11 +134,14 @@ type Result struct {
 	Rejected  []Rejection
 
 	// failure
-	Kind       string
-	Message    string `redact:"diagnostic"`
-	Retryable  bool
-	StderrTail string `redact:"diagnostic"`
-	StdoutTail string `redact:"diagnostic"`
+	Kind      string
+	Message   string `redact:"diagnostic"`
+	Retryable bool
+	// RetryAfterSeconds is when a retry can succeed (a refusal of the HTTP service's per-tenant
+	// limits); 0: no hint.
+	RetryAfterSeconds int
+	StderrTail        string `redact:"diagnostic"`
+	StdoutTail        string `redact:"diagnostic"`
 }
 
 // Progress receives short, already-redacted progress messages during a call.

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/afero"
 )
 
-// TestParseObjectRefusesDeepNesting: a run's copy of 4 MiB of nested "[" (issue 28, hole 3) used
+// TestParseObjectRefusesDeepNesting: a run's copy of 4 MiB of nested "[" used
 // to overflow the Go stack of the server in the merge-back — a fatal error no recover catches.
 // Every shape of deep nesting is refused with an error naming the limit; nesting up to the limit
 // still parses.

@@ -63,7 +63,7 @@ func settingsAttack(marker string) func(o *object) {
 }
 
 // TestEscapeSettingsRewritesDropped: nothing of a container's copy comes back — not the endpoint,
-// key, headers or provider it planted, and not its tokens either (issue 28, hole 5): every field
+// key, headers or provider it planted, and not its tokens either: every field
 // is named in a warning, no value is.
 func TestEscapeSettingsRewritesDropped(t *testing.T) {
 	host := hostWithOAuth(t)
@@ -126,7 +126,7 @@ func TestEscapeHostCopyKeepsOnlyTheRefresh(t *testing.T) {
 	}
 }
 
-// TestEscapeContainerTokenSwap (issue 28, hole 5): the container's copy holds no refresh token, and
+// TestEscapeContainerTokenSwap: the container's copy holds no refresh token, and
 // a run that swaps in another account's tokens while keeping accountId gets nothing merged.
 func TestEscapeContainerTokenSwap(t *testing.T) {
 	host := hostWithOAuth(t)
@@ -155,7 +155,7 @@ func TestEscapeContainerTokenSwap(t *testing.T) {
 	}
 }
 
-// TestEscapeNestedUserInfo (issue 28, hole 5): an arbitrary userInfo object with an endpoint and a
+// TestEscapeNestedUserInfo: an arbitrary userInfo object with an endpoint and a
 // key inside never lands in the user's file. A container's copy brings none of it back; a host
 // run's only the known short strings, with a warning naming the rest.
 func TestEscapeNestedUserInfo(t *testing.T) {

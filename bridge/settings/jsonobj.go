@@ -74,7 +74,7 @@ var errNotObject = errors.New("top level is not a JSON object")
 
 // maxDepth bounds how deeply objects and arrays nest in a settings document. A providers.json
 // nests six levels (providers.<id>.settings.auth.metadata.userInfo); a run's copy of 4 MiB of "["
-// must not overflow the stack of the server that reads it (issue 28, hole 3).
+// must not overflow the stack of the server that reads it.
 const maxDepth = 256
 
 // errTooDeep is a document nested deeper than maxDepth.

@@ -10,7 +10,9 @@
 // all, get that volume read-only (VolumesFrom) and start through `cline-mcp-egress forward`
 // (forward.go), which carries their loopback port egress.ForwardAddr to the socket. Nothing on
 // a network reaches the proxy. -listen interfaces:3128 (every non-loopback address present at
-// start) and -listen host:port remain for tests and other set-ups.
+// start) and -listen host:port remain for tests and other set-ups. `cline-mcp-egress sidecar`
+// (sidecar.go) is the same proxy as a Kubernetes run pod's sidecar, holding that run's provider
+// credential.
 package main
 
 import (
@@ -34,6 +36,12 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "forward" {
 		os.Exit(forwardMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "sidecar" {
+		os.Exit(sidecarMain(os.Args[2:], os.Stdin, os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "sidecar-summary" {
+		os.Exit(sidecarSummaryMain(os.Args[2:], os.Stdout))
 	}
 	listen := flag.String("listen", "unix:"+egress.SocketPath, "unix:<path> (a socket, mode 0666), host:port, or interfaces:<port> for every non-loopback address present at start")
 	flag.Parse()

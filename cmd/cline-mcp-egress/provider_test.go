@@ -42,7 +42,7 @@ func TestProviderListenerAddsCredentialAtProxy(t *testing.T) {
 	p := &egress.Proxy{RootCAs: up.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	p.Grant("tok1", []string{upHost})
 	if err := p.GrantCredential("tok1", &egress.Credential{Upstream: "https://" + upHost,
-		Headers: map[string]string{"Authorization": "Bearer sk-real"}}); err != nil {
+		Headers: map[string]string{"Authorization": "Bearer sk-real"}, BasePath: "/v1", Endpoints: []string{"POST /chat/completions"}}); err != nil {
 		t.Fatal(err)
 	}
 	psrv := &http.Server{Handler: p}

@@ -10,7 +10,16 @@
 //	run -- PROG ARGS (the main container) run PROG on the container's stdin (an ACP run's,
 //	                 which the executor attaches; else empty) with stdout and stderr framed on stdout
 //	                 like Docker's multiplexed stream (the logs API merges the two), turn the
-//	                 first SIGTERM into SIGINT for PROG, and exit with its status
+//	                 first SIGTERM into SIGINT for PROG, and exit with its status; with --wait ADDR
+//	                 it first waits until ADDR (the egress sidecar's provider listener on the
+//	                 pod's loopback) accepts connections, which it does once it holds the run's
+//	                 credential
+//
+// A warm pod's main container (made before its call, sandbox/kubernetes warm.go) runs
+//
+//	warm [--wait ADDR] read one JSON line on stdin ({"args", "env", "dir"}: the run's command,
+//	                 environment and directory), then behave as run, the rest of stdin being
+//	                 the program's
 //
 // A cancelled run's main container gets
 //
@@ -36,7 +45,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR... | wait | tar PATH | run -- PROG ARGS | stop | serve ADDR SECS | dial ADDR")
+		fmt.Fprintln(os.Stderr, "usage: cline-mcp-k8s-helper untar DIR... | wait | tar PATH | run [--wait ADDR] -- PROG ARGS | warm [--wait ADDR] | stop | serve ADDR SECS | dial ADDR")
 		os.Exit(2)
 	}
 	var err error
@@ -63,14 +72,32 @@ func main() {
 		waitForStop()
 	case "run":
 		args := os.Args[2:]
+		wait := ""
+		if len(args) > 1 && args[0] == "--wait" {
+			wait, args = args[1], args[2:]
+		}
 		if len(args) > 0 && args[0] == "--" {
 			args = args[1:]
 		}
 		if len(args) == 0 {
-			err = fmt.Errorf("run: want -- PROG ARGS")
+			err = fmt.Errorf("run: want [--wait ADDR] -- PROG ARGS")
 			break
 		}
+		if wait != "" {
+			if err = waitListening(wait, waitBound); err != nil {
+				os.Exit(startFail(err))
+			}
+		}
 		os.Exit(run(args))
+	case "warm":
+		wait := ""
+		if len(os.Args) == 4 && os.Args[2] == "--wait" {
+			wait = os.Args[3]
+		} else if len(os.Args) != 2 {
+			err = fmt.Errorf("warm: want [--wait ADDR]")
+			break
+		}
+		os.Exit(warm(os.Stdin, wait))
 	case "stop":
 		// exec'd into the main container when a run is cancelled: its pid 1 is `run`, which
 		// passes the first SIGTERM on to the program as SIGINT.

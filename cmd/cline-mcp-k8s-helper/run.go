@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // framer writes each chunk of stream 1 (stdout) or 2 (stderr) to w behind an 8-byte header,
@@ -89,4 +91,41 @@ func waitForStop() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	<-sigs
+}
+
+// waitBound bounds run --wait: the sidecar gets its grant right after it starts, before the
+// volumes are filled.
+const waitBound = 2 * time.Minute
+
+// noForwarder begins the termination message of a run whose provider forwarder never listened;
+// sandbox/kubernetes knows it by this text.
+const noForwarder = "cline-mcp-k8s-helper run: no provider forwarder:"
+
+// waitListening waits until addr accepts a TCP connection, at most bound.
+func waitListening(addr string, bound time.Duration) error {
+	end := time.Now().Add(bound)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("%s did not listen within %v: %v", addr, bound, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startFail reports a run that cannot start for want of its forwarder (framed on stdout and as
+// the termination message) and returns its exit status.
+func startFail(err error) int {
+	msg := fmt.Sprintf("%s %v", noForwarder, err)
+	var mu sync.Mutex
+	fmt.Fprintln(framer{&mu, os.Stdout, 2}, msg)
+	if f, ferr := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0); ferr == nil {
+		_, _ = f.WriteString(msg)
+		_ = f.Close()
+	}
+	return 125
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // asHelper makes the test binary the helper (its main) when the tests start it with this
@@ -199,5 +201,22 @@ func TestUntarSeveral(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(a, "b.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the second archive went into the first directory: %v", err)
+	}
+}
+
+// TestWaitListening: run --wait returns once the address accepts connections (the sidecar holds
+// the credential), and gives up with an error after its bound when nothing listens.
+func TestWaitListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := waitListening(addr, time.Second); err != nil {
+		t.Errorf("a listening address: %v", err)
+	}
+	ln.Close()
+	if err := waitListening(addr, 200*time.Millisecond); err == nil {
+		t.Error("an address nobody listens on was taken as ready")
 	}
 }

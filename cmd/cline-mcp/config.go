@@ -3,8 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/cline-mcp/cline-mcp/bridge/mcpserver"
-	"github.com/cline-mcp/cline-mcp/bridge/sessions"
 	"io"
 	"log/slog"
 	"math"
@@ -13,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cline-mcp/cline-mcp/bridge/mcpserver"
+	"github.com/cline-mcp/cline-mcp/bridge/sessions"
+	configfile "github.com/cline-mcp/cline-mcp/config"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/egress"
@@ -25,6 +26,8 @@ type config struct {
 	isolation      string
 	retryIsolation string
 	analysisPolicy string
+	askCommands    bool
+	askTimeout     time.Duration
 	protocol       string
 	sessionsDir    string
 	sessionIdle    time.Duration
@@ -49,9 +52,11 @@ type config struct {
 	dockerMemory      string
 	dockerPids        int64
 	dockerCPUs        float64
+	dockerWarm        int
 	dockerCline       string
 	dockerEnv         multiFlag
 	k8s               k8sConfig
+	service           serviceFlags
 
 	worktreeRoot string
 	pool         int
@@ -65,8 +70,11 @@ type config struct {
 	// maxConcurrent bounds the calls that run at once (--max-concurrent).
 	maxConcurrent int
 
-	// args are the flags as given, passed on to the lifeline watchdog.
+	// args are the flags in effect, as given or set by the configuration file, passed on to the
+	// lifeline watchdog.
 	args []string
+	// configFile names the configuration file (--config-file; "none": no file).
+	configFile string
 }
 
 // maxPool bounds --workspace-pool: every idle worktree is a full checkout on disk.
@@ -90,9 +98,11 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.jobMax, "job-max", time.Hour, "longest a background job may run")
 	fs.DurationVar(&c.jobIdle, "job-idle", 10*time.Minute, "a background job whose run reports nothing for this long is stopped")
 	fs.DurationVar(&c.jobKeep, "job-keep", 7*24*time.Hour, "how long a finished job's result is kept")
-	fs.IntVar(&c.resultMax, "result-max-chars", mcpserver.DefaultResultMaxChars, "most characters of answer and diff one result carries; a longer result is cut and kept for cline_job's pages")
+	fs.IntVar(&c.resultMax, "result-max-chars", mcpserver.DefaultResultMaxChars, "most characters one answer of any tool carries, its text and structuredContent together; a longer result is cut and kept for cline_job's pages")
 	fs.Float64Var(&c.maxCost, "max-cost-usd", 0, "spend limit of a call in US dollars, from the cost the CLI reports as it runs: the run is stopped and the result is budget_exceeded (0: none); a call's maxCostUsd may ask for less, never more")
 	fs.IntVar(&c.maxIterations, "max-iterations", 0, "iteration limit of a call (one model call and its tool calls each): the run is stopped past it, budget_exceeded (0: none); a call's maxIterations may ask for less, never more")
+	fs.BoolVar(&c.askCommands, "ask-commands", false, "with the acp protocol, put each command of apply_cline_edits (one the git allow-list lets through) to the user first: an elicitation to a client that supports it, else a question on the background job (cline_job); without an answer it is refused")
+	fs.DurationVar(&c.askTimeout, "ask-timeout", time.Minute, "how long a permission request put to the user waits for an answer before it is refused")
 	fs.StringVar(&c.analysisPolicy, "analysis-policy", "readonly", "tool policy of the analysis tools (ask_cline, ask_cline_workspace, review_cline): readonly (Cline may read, never write) or seed (--auto-approve false: every tool denied, as the original bridge did)")
 	fs.StringVar(&c.dockerHost, "docker-host", "", "Docker engine address (unix:///path, tcp://host:port, ssh://user@host); default: like the docker CLI — DOCKER_HOST, DOCKER_CONTEXT, the current context of the Docker config, the default socket, rootless Docker and Podman sockets")
 	fs.StringVar(&c.dockerMounts, "docker-mounts", "auto", "how the checkout and the settings copy reach the container: bind (the engine sees this machine's paths), copy (copied in and out through the engine's API: dind on CI, remote engines) or auto (a probe decides once)")
@@ -104,9 +114,12 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
 	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")
+	fs.IntVar(&c.dockerWarm, "docker-warm", 0, "started containers kept ready for Docker calls (0 to 16; each serves one call and is replaced)")
 	fs.StringVar(&c.dockerCline, "docker-cline", "/usr/local/bin/cline", "path of the Cline executable inside the image")
 	fs.Var(&c.dockerEnv, "docker-env", "name of a server environment variable to pass into the container (repeatable), e.g. OPENAI_API_KEY")
 	c.k8s.register(fs)
+	c.service.register(fs)
+	fs.StringVar(&c.configFile, configfile.FileFlag, "", "the configuration file of settings set once per machine (default: $"+configfile.EnvFile+", else <user config dir>/cline-mcp/config.toml; none: no file); a flag overrides it (docs/configuration.md)")
 	fs.StringVar(&c.worktreeRoot, "worktree-root", "", "directory for disposable worktrees (default: $TMPDIR/cline-mcp-worktrees)")
 	fs.IntVar(&c.pool, "workspace-pool", 0, "idle worktrees per repository kept for later ask_cline_workspace calls (0: every worktree is removed after its call)")
 	fs.DurationVar(&c.poolIdle, "workspace-pool-idle", worktree.DefaultPoolIdle, "how long an idle pooled worktree is kept")
@@ -176,11 +189,17 @@ func (c *config) validate() error {
 	if c.analysisPolicy != "readonly" && c.analysisPolicy != "seed" {
 		return fmt.Errorf("--analysis-policy must be readonly or seed, not %q", c.analysisPolicy)
 	}
+	if err := c.engineFlags(c.args); err != nil {
+		return err
+	}
 	mode, err := sandbox.ResolveEgressMode(c.dockerEgress, c.dockerNetwork, len(c.egressAllow) > 0)
 	if err != nil {
 		return err
 	}
 	c.dockerEgress = string(mode)
+	if c.container() == sandbox.IsolationKubernetes {
+		c.dockerEgress = "" // pods: no Docker egress proxy stands between a run and the network
+	}
 	for _, a := range c.egressAllow {
 		if _, err := egress.ParseEndpoint(a); err != nil {
 			return fmt.Errorf("--egress-allow: %w", err)
@@ -197,6 +216,9 @@ func (c *config) validate() error {
 	}
 	if c.dockerCPUs <= 0 {
 		return fmt.Errorf("--docker-cpus must be positive")
+	}
+	if c.dockerWarm < 0 || c.dockerWarm > 16 {
+		return fmt.Errorf("--docker-warm must be between 0 and 16")
 	}
 	if c.stopGrace <= 0 || c.stopGrace > time.Minute {
 		return fmt.Errorf("--stop-grace must be between 0 and 1m")
@@ -215,6 +237,9 @@ func (c *config) validate() error {
 	}
 	if !(c.maxCost >= 0) || math.IsInf(c.maxCost, 0) || c.maxIterations < 0 {
 		return fmt.Errorf("--max-cost-usd and --max-iterations must be 0 (no limit) or positive")
+	}
+	if c.askTimeout < time.Second || c.askTimeout > time.Hour {
+		return fmt.Errorf("--ask-timeout must be between 1s and 1h")
 	}
 	if c.warmAgents < 0 || c.warmAgents > 16 {
 		return fmt.Errorf("--warm-agents must be between 0 and 16")

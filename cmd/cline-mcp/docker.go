@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"runtime"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
@@ -55,37 +53,7 @@ func newDocker(cfg *config, extra ...docker.Option) (*docker.Executor, error) {
 		docker.WithMemory(mem),
 		docker.WithPidsLimit(cfg.dockerPids),
 		docker.WithCPUs(cfg.dockerCPUs),
+		docker.WithWarm(cfg.dockerWarm, ""),
 	}
 	return docker.New(append(opts, extra...)...)
-}
-
-// dockerCheck reports the engine and the configured image; it is required only when Docker
-// isolation is configured.
-func dockerCheck(ctx context.Context, cfg *config, needed bool) check {
-	c := check{name: "docker", optional: !needed}
-	suffix := ""
-	if !needed {
-		suffix = " (only needed for --isolation docker or calls with isolation:\"docker\")"
-	}
-	ex, err := newDocker(cfg)
-	if err != nil {
-		c.detail, c.fix = err.Error()+suffix, "check the --docker-* flags, DOCKER_HOST and the Docker context"
-		return c
-	}
-	defer ex.Close()
-	if err := ex.Ping(ctx); err != nil {
-		c.detail, c.fix = err.Error()+suffix, docker.HintEngine
-		return c
-	}
-	ok, err := ex.ImagePresent(ctx)
-	switch {
-	case err != nil:
-		c.detail, c.fix = fmt.Sprintf("image %s: %v%s", cfg.dockerImage, err, suffix), docker.HintImage
-	case !ok:
-		c.detail, c.fix = fmt.Sprintf("engine reachable, but image %s is missing%s", cfg.dockerImage, suffix), docker.HintImage
-	default:
-		c.ok = true
-		c.detail = fmt.Sprintf("engine reachable, image %s present, network %s", cfg.dockerImage, cfg.dockerNetwork)
-	}
-	return c
 }

@@ -21,7 +21,7 @@ func TestDoctor(t *testing.T) {
 	}
 	bin := t.TempDir()
 	server, fake := filepath.Join(bin, "cline-mcp"), filepath.Join(bin, "fake-cline")
-	for out, pkg := range map[string]string{server: ".", fake: "../fake-cline"} {
+	for out, pkg := range map[string]string{server: ".", fake: "../../internal/cmd/fake-cline"} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {

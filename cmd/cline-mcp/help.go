@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	configfile "github.com/cline-mcp/cline-mcp/config"
 )
 
 // flagGroup is one topic of --help.
@@ -12,45 +14,28 @@ type flagGroup struct {
 	names []string
 }
 
-// flagGroups orders --help by topic. Every flag register adds belongs to exactly one group
-// (TestHelpGroupsEveryFlag); a flag missing here is still printed, under "Other".
+// flagGroups orders --help by topic. It holds exactly the flags a client's server entry sets
+// (configfile.HelpFlags, TestHelpGroupsEveryFlag); the others are set once per machine in the
+// configuration file (docs/configuration.md), and are still taken on the command line.
 var flagGroups = []flagGroup{
-	{"Cline", []string{"cline", "cline-protocol", "analysis-policy", "stop-grace"}},
+	{"Cline", []string{"cline", "cline-protocol", "analysis-policy"}},
 	{"Isolation", []string{"isolation", "retry-isolation"}},
-	{"Docker", []string{"docker-host", "docker-mounts", "docker-image", "docker-cline", "docker-env",
-		"docker-memory", "docker-pids", "docker-cpus"}},
-	{"Egress of Docker runs", []string{"docker-egress", "docker-network", "egress-allow", "docker-egress-image"}},
-	{"Kubernetes (--isolation kubernetes: a pod per run)", k8sFlagNames},
-	{"Workspace and worktree pool", []string{"worktree-root", "workspace-pool", "workspace-pool-idle"}},
-	{"Sessions and warm agents (acp protocol)", []string{"sessions-dir", "session-idle", "warm-agents", "warm-idle"}},
-	{"Background jobs and long results", []string{"jobs-dir", "job-max", "job-idle", "job-keep", "result-max-chars"}},
-	{"Limits", []string{"max-concurrent", "max-cost-usd", "max-iterations"}},
-	{"Logging", []string{"log-level", "log-file"}},
+	{"Docker", []string{"docker-host", "docker-image", "docker-env", "docker-egress", "egress-allow"}},
+	{"Kubernetes (--isolation kubernetes: a pod per run)", []string{"k8s-context", "k8s-namespace", "k8s-image"}},
+	{"Limits", []string{"max-concurrent", "max-cost-usd", "max-iterations", "result-max-chars"}},
+	{"Logging and configuration", []string{"log-level", "log-file", configfile.FileFlag}},
 }
 
-// printFlagGroups prints the flags of fs by topic, each in flag's own format.
+// printFlagGroups prints the flags of the groups by topic, each in flag's own format.
 func printFlagGroups(w io.Writer, fs *flag.FlagSet) {
-	printed := map[string]bool{}
 	for _, g := range flagGroups {
 		fmt.Fprintf(w, "\n%s:\n", g.title)
 		for _, name := range g.names {
 			if f := fs.Lookup(name); f != nil {
 				printFlag(w, f)
-				printed[name] = true
 			}
 		}
 	}
-	other := false
-	fs.VisitAll(func(f *flag.Flag) {
-		if printed[f.Name] {
-			return
-		}
-		if !other {
-			fmt.Fprint(w, "\nOther:\n")
-			other = true
-		}
-		printFlag(w, f)
-	})
 }
 
 // printFlag prints one flag as flag.PrintDefaults would, with its registered default.

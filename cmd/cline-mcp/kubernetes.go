@@ -5,12 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
-	"time"
 
+	configfile "github.com/cline-mcp/cline-mcp/config"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
 	"github.com/cline-mcp/cline-mcp/sandbox/kubernetes"
+	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
 	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 )
 
@@ -19,10 +22,12 @@ type k8sConfig struct {
 	context, kubeconfig, namespace, image, cpu, memory, runtimeClass string
 	egressAllow                                                      multiFlag
 	egress, egressDNS                                                string
+	warm                                                             int
+	warmBackend                                                      string
 }
 
 var k8sFlagNames = []string{"k8s-context", "k8s-kubeconfig", "k8s-namespace", "k8s-image", "k8s-cpu", "k8s-memory",
-	"k8s-runtime-class", "k8s-egress", "k8s-egress-allow", "k8s-egress-dns"}
+	"k8s-runtime-class", "k8s-egress", "k8s-egress-allow", "k8s-egress-dns", "k8s-warm", "k8s-warm-backend"}
 
 func (c *k8sConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.context, "k8s-context", "", "kubeconfig context for --isolation kubernetes (default: the current context of $KUBECONFIG or ~/.kube/config, else the pod's in-cluster account)")
@@ -32,8 +37,10 @@ func (c *k8sConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cpu, "k8s-cpu", "2", "CPU request and limit of a run pod")
 	fs.StringVar(&c.memory, "k8s-memory", "2Gi", "memory request and limit of a run pod")
 	fs.StringVar(&c.runtimeClass, "k8s-runtime-class", "", "RuntimeClass of the run pods (gVisor, Kata), default the cluster's")
-	fs.Var(&c.egressAllow, "k8s-egress-allow", "CIDR:port a run pod may reach, e.g. the provider's address (repeatable); everything else is denied by the run's NetworkPolicy")
+	fs.Var(&c.egressAllow, "k8s-egress-allow", "CIDR:port a run pod may reach besides its provider (repeatable; a key-less run's provider is admitted by itself); everything else is denied by the run's NetworkPolicy")
 	fs.StringVar(&c.egressDNS, "k8s-egress-dns", kubernetes.DNSKubeDNS, "where the run's NetworkPolicy lets it resolve names (UDP/TCP 53): kube-dns (kube-system's k8s-app=kube-dns pods), a resolver's address or CIDR (e.g. NodeLocal DNSCache's 169.254.20.10), or none")
+	fs.IntVar(&c.warm, "k8s-warm", 0, "started pods kept ready for Kubernetes calls per mount layout (0 to 16; each serves one call and is replaced; the first call of a layout starts cold)")
+	fs.StringVar(&c.warmBackend, "k8s-warm-backend", "pods", "what keeps the --k8s-warm pods: pods (the server's own pool) or agent-sandbox (a SandboxWarmPool of kubernetes-sigs/agent-sandbox, one SandboxClaim per call; it must be installed in the cluster)")
 	fs.StringVar(&c.egress, "k8s-egress", "policy", "network of run pods: policy (a NetworkPolicy denies everything but --k8s-egress-allow; only a CNI that enforces NetworkPolicy enforces it) or open (no policy)")
 }
 
@@ -44,6 +51,12 @@ func (c *k8sConfig) validate() error {
 	if c.egress == "open" && len(c.egressAllow) > 0 {
 		return errors.New("--k8s-egress open and --k8s-egress-allow contradict each other")
 	}
+	if c.warm < 0 || c.warm > kubernetes.MaxWarm {
+		return fmt.Errorf("--k8s-warm must be between 0 and %d", kubernetes.MaxWarm)
+	}
+	if c.warmBackend != "pods" && c.warmBackend != kubernetes.WarmAgentSandbox {
+		return fmt.Errorf("--k8s-warm-backend must be pods or %s, not %q", kubernetes.WarmAgentSandbox, c.warmBackend)
+	}
 	if c.egressDNS == "none" {
 		c.egressDNS = ""
 	}
@@ -53,8 +66,9 @@ func (c *k8sConfig) validate() error {
 	return kubernetes.ParseEgressAllow(c.egressAllow)
 }
 
-// newKubernetes makes the Kubernetes executor of --isolation kubernetes.
-func newKubernetes(cfg *config) (*kubernetes.Executor, string, error) {
+// newKubernetes makes the Kubernetes executor of --isolation kubernetes; opts adjust its
+// configuration (the server's lifeline, a dead instance for the watchdog).
+func newKubernetes(cfg *config, opts ...func(*kubernetes.Config)) (*kubernetes.Executor, string, error) {
 	rc, ns, from, err := kubernetes.Discover(cfg.k8s.kubeconfig, cfg.k8s.context)
 	if err != nil {
 		return nil, "", err
@@ -66,9 +80,16 @@ func newKubernetes(cfg *config) (*kubernetes.Executor, string, error) {
 		ns = "default"
 	}
 	uid, gid := callerIDs()
-	e, err := kubernetes.New(kubernetes.Config{REST: rc, Namespace: ns, Image: cfg.k8s.image, CPU: cfg.k8s.cpu, Memory: cfg.k8s.memory,
+	kc := kubernetes.Config{REST: rc, Namespace: ns, Image: cfg.k8s.image, CPU: cfg.k8s.cpu, Memory: cfg.k8s.memory,
 		RuntimeClass: cfg.k8s.runtimeClass, UID: uid, GID: gid, Instance: docker.InstanceID(),
-		EgressAllow: cfg.k8s.egressAllow, EgressOpen: cfg.k8s.egress == "open", EgressDNS: cfg.k8s.egressDNS, PullPolicy: pullPolicy()})
+		EgressAllow: cfg.k8s.egressAllow, EgressOpen: cfg.k8s.egress == "open", EgressDNS: cfg.k8s.egressDNS, PullPolicy: pullPolicy(), Warm: cfg.k8s.warm}
+	if cfg.k8s.warmBackend == kubernetes.WarmAgentSandbox {
+		kc.WarmBackend = kubernetes.WarmAgentSandbox
+	}
+	for _, o := range opts {
+		o(&kc)
+	}
+	e, err := kubernetes.New(kc)
 	if err != nil {
 		return nil, "", err
 	}
@@ -94,6 +115,24 @@ func pullPolicy() string {
 	return "IfNotPresent"
 }
 
+// trackPods puts every run pod on the server's lifeline: its watchdog removes them when the
+// server dies (removeKubernetes).
+func trackPods(life *lifeline.Lifeline) func(*kubernetes.Config) {
+	return func(c *kubernetes.Config) {
+		c.Track = func(pod string) func() { return life.Track(lifeline.Container, pod) }
+	}
+}
+
+// removeKubernetes is the watchdog's cleanup of a dead server's pods and their policies, found
+// by the instance label every run pod carries.
+func removeKubernetes(ctx context.Context, cfg *config, instance string) (int, error) {
+	e, _, err := newKubernetes(cfg, func(c *kubernetes.Config) { c.Instance, c.Warm = instance, 0 })
+	if err != nil {
+		return 0, err
+	}
+	return e.RemoveOwn(ctx)
+}
+
 // sweepKubernetes deletes the pods of dead servers of this host.
 func sweepKubernetes(e *kubernetes.Executor) func(context.Context) (int, error) {
 	host, _ := os.Hostname()
@@ -102,49 +141,76 @@ func sweepKubernetes(e *kubernetes.Executor) func(context.Context) (int, error) 
 	}
 }
 
-// k8sChecks are doctor's lines for --isolation kubernetes: the cluster found and its version,
-// the permissions runs need in the namespace, and what the egress policy can promise.
-func k8sChecks(ctx context.Context, cfg *config) []check {
-	e, where, err := newKubernetes(cfg)
-	if err != nil {
-		return []check{{name: "kubernetes", detail: err.Error(), fix: "pass --k8s-kubeconfig/--k8s-context, or run the server in a pod with a service account"}}
+// dockerOnlyFlags are the flags that mean nothing to a server whose containers are pods, with
+// what to use instead ("" when nothing: the pods do it another way); k8sOnlyFlags the reverse.
+var (
+	dockerOnlyFlags = map[string]string{
+		"docker-host": "--k8s-kubeconfig or --k8s-context", "docker-mounts": "", "docker-image": "--k8s-image",
+		"docker-network": "--k8s-egress", "docker-egress": "--k8s-egress", "docker-egress-image": "",
+		"egress-allow": "--k8s-egress-allow", "docker-memory": "--k8s-memory", "docker-cpus": "--k8s-cpu", "docker-pids": "",
+		"docker-warm": "--k8s-warm",
 	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	version, missing, err := e.Check(cctx)
-	cancel()
-	if err != nil {
-		return []check{{name: "kubernetes", detail: where + ": " + err.Error(), fix: "check the kubeconfig's server address and credentials"}}
+	k8sOnlyFlags = map[string]string{
+		"k8s-context": "--docker-host", "k8s-kubeconfig": "--docker-host", "k8s-namespace": "", "k8s-image": "--docker-image",
+		"k8s-cpu": "--docker-cpus", "k8s-memory": "--docker-memory", "k8s-runtime-class": "", "k8s-egress": "--docker-egress",
+		"k8s-egress-allow": "--egress-allow", "k8s-egress-dns": "", "k8s-warm": "--docker-warm", "k8s-warm-backend": "",
 	}
-	out := []check{{name: "kubernetes", ok: true, detail: fmt.Sprintf("%s, server %s, image %s", where, version, cfg.k8s.image)}}
-	if len(missing) > 0 {
-		out = append(out, check{name: "k8s permissions", detail: "missing in namespace " + e.Namespace() + ": " + strings.Join(missing, ", "),
-			fix: "apply the Role and RoleBinding of docs/kubernetes.md to the server's account"})
-		return append(out, check{name: "k8s egress", optional: true, detail: "not probed: the permissions above are missing"})
+)
+
+// engineFlags refuses a flag given in args that does nothing for the server's container engine
+// (a Docker flag with --isolation kubernetes, a --k8s-* flag without it), naming the flag and
+// the one to use. A value the configuration file sets is left alone: the file is the machine's,
+// and may hold both engines' settings.
+func (c *config) engineFlags(args []string) error {
+	fromFile := c.fileFlags()
+	wrong, engine, other := k8sOnlyFlags, "docker", "--isolation kubernetes (or --retry-isolation kubernetes)"
+	if c.container() == sandbox.IsolationKubernetes {
+		wrong, engine, other = dockerOnlyFlags, "kubernetes", "--isolation docker"
 	}
-	out = append(out, check{name: "k8s permissions", ok: true, detail: "pods, pods/attach, pods/exec, pods/log and networkpolicies in namespace " + e.Namespace()})
-	return append(out, egressProbe(ctx, e, cfg))
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		use, bad := wrong[name]
+		if v, ok := fromFile[name]; !strings.HasPrefix(a, "-") || !bad || ok && v == value {
+			continue
+		}
+		msg := fmt.Sprintf("--%s does nothing when the containers are %s (it applies to %s)", name, engineWords[engine], other)
+		if use != "" {
+			msg += "; use " + use
+		}
+		return errors.New(msg)
+	}
+	return nil
 }
 
-// egressProbe is doctor's line on the runs' NetworkPolicy: whether the cluster enforces it, by
-// ProbePolicy (three short pods of the image in the namespace, about 6 s).
-func egressProbe(ctx context.Context, e *kubernetes.Executor, cfg *config) check {
-	c := check{name: "k8s egress", optional: true,
-		fix: "use a CNI that enforces NetworkPolicy (Calico, Cilium, kube-router, ...), or close the namespace's network some other way"}
-	if cfg.k8s.egress == "open" {
-		c.ok, c.detail = true, "no NetworkPolicy (--k8s-egress open): run pods reach whatever the pod network reaches"
-		return c
+var engineWords = map[string]string{"docker": "Docker containers", "kubernetes": "Kubernetes pods"}
+
+// fileFlags are the flags the configuration file in effect sets, with its values (none when
+// there is no file or it cannot be read: applying it has reported that already).
+func (c *config) fileFlags() map[string]string {
+	path, _ := configfile.Locate(c.configFile, os.Getenv(configfile.EnvFile))
+	if path == "" {
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	res, err := e.ProbePolicy(ctx)
-	switch {
-	case err != nil:
-		c.detail = "cannot tell whether the cluster enforces NetworkPolicy: " + err.Error()
-	case res.Enforced:
-		c.ok = true
-		c.detail = fmt.Sprintf("NetworkPolicy enforced: a probe pod under a run's deny-all policy could not reach a pod that one without it reached (%s; %.1fs)", res.Closed, res.Took.Seconds())
-	default:
-		c.detail = fmt.Sprintf("NetworkPolicy NOT enforced: a probe pod under a run's deny-all policy reached another pod (%.1fs); this cluster's CNI ignores NetworkPolicy, so run pods reach whatever the pod network reaches", res.Took.Seconds())
+	f, err := configfile.Load(path)
+	if err != nil {
+		return nil
 	}
-	return c
+	scratch := &config{}
+	fs := newFlags(io.Discard)
+	scratch.register(fs)
+	origins, err := configfile.Apply(fs, f, func() string { return string(c.container()) })
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for name := range origins {
+		out[name] = fs.Lookup(name).Value.String()
+	}
+	return out
 }

@@ -46,9 +46,11 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return setup(args, stdout, stderr)
 	case watchdogCommand:
 		return watchdog(args, stderr)
-	case "serve", "doctor", "review":
+	case "apply-patch":
+		return applyPatchMain(args, stdin, stdout, stderr)
+	case "serve", "doctor", "review", "config":
 	default:
-		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, review, setup, version, help)\n", cmd)
+		fmt.Fprintf(stderr, "cline-mcp: unknown command %q (commands: serve, doctor, review, config, setup, apply-patch, version, help)\n", cmd)
 		return 2
 	}
 	fs := newFlags(stderr)
@@ -69,7 +71,11 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cline-mcp: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	cfg.args = args
+	origins, fileStatus, err := applyConfigFile(fs, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
+		return 2
+	}
 	if err := cfg.testEnv(os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
 		return 2
@@ -77,6 +83,9 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintf(stderr, "cline-mcp: %v\n", err)
 		return 2
+	}
+	if cmd == "config" {
+		return showConfig(stdout, fs, cfg, origins, fileStatus)
 	}
 	if err := rf.checkFor(cmd); err != nil {
 		fmt.Fprintf(stderr, "cline-mcp review: %v\n", err)
@@ -112,17 +121,25 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 
 Usage:
   cline-mcp [serve] [flags]   serve MCP on stdin/stdout (what MCP clients run)
+  cline-mcp serve --http ADDR --http-tokens FILE
+                              serve MCP over streamable HTTP instead, a service for many clients, each
+                              tenant with its bearer token and limits; containers only (docs/service.md)
   cline-mcp doctor [flags]    check the Cline CLI, its settings, git and Docker; exit 1 on a required failure
+  cline-mcp config [flags]    show the configuration in effect and where each value came from
   cline-mcp review [flags]    run review_cline once (CI): --cwd, --target, --focus, --prompt, --format
                               text|json|sarif, --out, --fail-on <severity>, --timeout; exit 1 on findings
                               at --fail-on or above, 3 when the review did not run (docs/review.md)
   cline-mcp setup <client>    write the MCP configuration of claude-code, claude-desktop, cursor, codex or
                               vscode for this binary (cline-mcp setup --help; --print only shows it)
+  cline-mcp apply-patch [FILE] apply the patch apply_cline_edits returned over --http to the checkout at
+                              --dir, checked as hostile input; exit 3 refused, 4 wrong base, 5 does not
+                              apply (docs/service.md)
   cline-mcp version           print the version (also --version)
   cline-mcp help              this text
   cline-mcp watchdog ...      internal: the lifeline watchdog serve starts (not for direct use)
 
-Flags (documented in README.md and docs/):
+Flags a client's server entry sets (every setting, with the rest, can also go in the configuration
+file, which these flags override: docs/configuration.md; cline-mcp config shows what is in effect):
 `)
 	printFlagGroups(w, fs)
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/cline-mcp/cline-mcp/bridge/review"
 	"github.com/cline-mcp/cline-mcp/bridge/run"
@@ -72,6 +74,13 @@ func reviewMain(ctx context.Context, cfg *config, f *reviewFlags, log *slog.Logg
 		fmt.Fprintf(stderr, "cline-mcp review: %v\n", err)
 		return 2
 	}
+	// The watchdog takes the server's flags only: handed a review flag it would exit at once
+	// and leave the review without its lifeline.
+	cfg.args = watchdogArgs(cfg.args)
+	// A closed terminal or a parent that hangs up ends the review like Ctrl-C: with its cleanup
+	// and a message, not silently by the default action.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stop()
 	runner, cleanup, err := buildRunner(ctx, cfg, log, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "cline-mcp review: %v\n", err)
@@ -106,6 +115,41 @@ func reviewMain(ctx context.Context, cfg *config, f *reviewFlags, log *slog.Logg
 	return reviewExit(res.Review, review.Severity(f.failOn), stderr)
 }
 
+// watchdogArgs is args (parsed without error by the review's flag set) without the review's own
+// flags: what `cline-mcp watchdog` accepts after its "--".
+func watchdogArgs(args []string) []string {
+	all := newFlags(io.Discard)
+	(&config{}).register(all)
+	own := newFlags(io.Discard)
+	(&reviewFlags{}).register(own)
+	own.VisitAll(func(f *flag.Flag) { all.Var(f.Value, f.Name, f.Usage) })
+	out := []string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			return append(out, args[i:]...)
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := all.Lookup(name)
+		takesNext := f != nil && !hasValue && !isBoolFlag(f)
+		if own.Lookup(name) == nil {
+			out = append(out, a)
+			if takesNext && i+1 < len(args) {
+				out = append(out, args[i+1])
+			}
+		}
+		if takesNext {
+			i++
+		}
+	}
+	return out
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 // writeReview writes a successful review in format.
 func writeReview(w io.Writer, format string, res run.Result) error {
 	rv := res.Review
@@ -138,10 +182,16 @@ func writeReview(w io.Writer, format string, res run.Result) error {
 			loc += fmt.Sprintf(":%d", f.Line)
 		}
 		outside := ""
-		if f.OutsideDiff {
+		switch {
+		case f.PathDropped != "":
+			outside = " (no location: " + f.PathDropped + ")"
+		case f.OutsideDiff:
 			outside = " (outside the change)"
 		}
-		fmt.Fprintf(&b, "- [%s] %s %s%s\n", f.Severity, loc, f.Title, outside)
+		if loc != "" {
+			loc += " "
+		}
+		fmt.Fprintf(&b, "- [%s] %s%s%s\n", f.Severity, loc, f.Title, outside)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -149,8 +199,13 @@ func writeReview(w io.Writer, format string, res run.Result) error {
 
 // reviewExit is 1 when a finding reaches failOn.
 func reviewExit(rv *review.Report, failOn review.Severity, stderr io.Writer) int {
-	if failOn == "" || rv == nil {
+	if failOn == "" {
 		return reviewPassed
+	}
+	// A gate fails closed: an answer without a findings block that parsed is no verdict.
+	if rv == nil || !rv.Parsed {
+		fmt.Fprintln(stderr, "cline-mcp review: no verdict: Cline's answer held no findings block that parsed (--fail-on needs one); exit 3")
+		return reviewFailed
 	}
 	n := 0
 	for _, f := range rv.Findings {

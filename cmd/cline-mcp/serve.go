@@ -33,6 +33,9 @@ import (
 // serve runs the stdio MCP server until stdin closes or a signal arrives, then lets in-flight
 // calls finish their cleanup.
 func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, stdout io.Writer) int {
+	if cfg.service.addr != "" {
+		return serveHTTP(ctx, cfg, log)
+	}
 	// A client that died closes our stdout: a write to it must fail (EPIPE, logged), not kill
 	// the server with SIGPIPE halfway through stopping Cline and merging settings back for the
 	// calls still running.
@@ -63,6 +66,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 		Jobs:      jobStore,
 
 		ResultMaxChars: cfg.resultMax,
+		AskUser:        cfg.askCommands,
 	})
 	log.Info("serving MCP on stdio", "version", currentVersion(), "isolation", cfg.isolation, "pid", os.Getpid())
 	err = srv.Serve(ctx, stdin, stdout)
@@ -92,15 +96,16 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessi
 	}
 	var sweepDocker func(context.Context) (int, error)
 	var dock *docker.Executor
+	var kube *kubernetes.Executor
 	if rc.Container == sandbox.IsolationKubernetes {
 		// client-go's own messages (klog) go to the server's log, not in klog's format to stderr.
 		kubernetes.SetLogger(log.With("component", "client-go"))
-		k8s, where, err := newKubernetes(cfg)
+		k8s, where, err := newKubernetes(cfg, trackPods(life))
 		if err != nil {
 			rc.DockerErr = err
 			log.Warn("kubernetes isolation unavailable; calls that need it fail with launch_failed", "err", err)
 		} else {
-			rc.Docker, sweepDocker = k8s, sweepKubernetes(k8s)
+			kube, rc.Docker, sweepDocker = k8s, k8s, sweepKubernetes(k8s)
 			log.Info("kubernetes cluster", "from", where, "image", cfg.k8s.image)
 		}
 	} else if d, derr := newDocker(cfg, docker.WithTrack(func(id string) func() { return life.Track(lifeline.Container, id) })); derr != nil {
@@ -134,6 +139,14 @@ func buildRunner(ctx context.Context, cfg *config, log *slog.Logger, sess *sessi
 		}
 		if dock != nil {
 			_ = dock.Close()
+		}
+		if kube != nil {
+			// The warm pods go before the lifeline that tracks them.
+			kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			if err := kube.Close(kctx); err != nil {
+				log.Warn("warm pods not removed", "err", err)
+			}
+			kcancel()
 		}
 		if err := life.Close(10 * time.Second); err != nil {
 			log.Warn("lifeline", "err", err)
@@ -169,6 +182,8 @@ func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, gitCLI *g
 		Git:            gitCLI,
 		Worktrees:      run.ManagedWorktrees(wts),
 		SeedPolicy:     cfg.analysisPolicy == "seed",
+		AskCommands:    cfg.askCommands,
+		AskTimeout:     cfg.askTimeout,
 		Protocol:       run.Protocol(cfg.protocol),
 		Sessions:       sess,
 		WarmAgents:     cfg.warmAgents,

@@ -8,104 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 
+	"github.com/cline-mcp/cline-mcp/bridge/run"
 	"github.com/cline-mcp/cline-mcp/bridge/settings"
+	"github.com/cline-mcp/cline-mcp/clientconfig"
+	configfile "github.com/cline-mcp/cline-mcp/config"
 )
 
 // `cline-mcp setup <client>` writes one MCP client's configuration for this binary: the absolute
 // path of the running executable and the server flags given, merged into the client's file
-// without losing anything in it (setup_edit.go). --print shows the result instead of writing it.
-
-// setupClient is one MCP client setup knows: where its file is and how an entry looks there.
-type setupClient struct {
-	name    string
-	title   string
-	format  string // "json" or "toml"
-	key     string // the JSON object (or TOML table) holding the servers
-	typed   bool   // the entry carries "type": "stdio"
-	path    func(env func(string) string, home, configDir, goos string) string
-	restart string // what to do after writing
-}
-
-// codexToolTimeoutSec is Codex's tool_timeout_sec for the server: Codex stops waiting for a tool
-// after 60 s by default, a call may run up to MaxTimeoutSeconds (300) plus the stop grace.
-const codexToolTimeoutSec = 330
-
-// codexApprovedTools are the tools Codex would otherwise refuse under `codex exec` (approval policy
-// never): apply_cline_edits is annotated destructive, so Codex asks before calling it unless the
-// tool's approval_mode (Codex's [mcp_servers.<name>.tools.<tool>] table) is "approve".
-var codexApprovedTools = []string{"apply_cline_edits"}
-
-var setupClients = []setupClient{
-	{name: "claude-code", title: "Claude Code", format: "json", key: "mcpServers", typed: true,
-		path: func(env func(string) string, home, _, _ string) string {
-			if d := env("CLAUDE_CONFIG_DIR"); d != "" {
-				return filepath.Join(d, ".claude.json")
-			}
-			return filepath.Join(home, ".claude.json")
-		},
-		restart: "check it with `claude mcp list`; a running Claude Code session picks it up after a restart"},
-	{name: "claude-desktop", title: "Claude Desktop", format: "json", key: "mcpServers",
-		path: func(_ func(string) string, _, configDir, _ string) string {
-			return filepath.Join(configDir, "Claude", "claude_desktop_config.json")
-		},
-		restart: "quit Claude Desktop completely and start it again"},
-	{name: "cursor", title: "Cursor", format: "json", key: "mcpServers",
-		path: func(_ func(string) string, home, _, _ string) string {
-			return filepath.Join(home, ".cursor", "mcp.json")
-		},
-		restart: "restart Cursor (or reload its MCP servers in Settings → MCP)"},
-	{name: "codex", title: "Codex", format: "toml", key: "mcp_servers",
-		path: func(env func(string) string, home, _, _ string) string {
-			if d := env("CODEX_HOME"); d != "" {
-				return filepath.Join(d, "config.toml")
-			}
-			return filepath.Join(home, ".codex", "config.toml")
-		},
-		restart: "check it with `codex mcp list`; start a new Codex session"},
-	{name: "vscode", title: "VS Code", format: "json", key: "servers", typed: true,
-		path: func(_ func(string) string, _, configDir, _ string) string {
-			return filepath.Join(configDir, "Code", "User", "mcp.json")
-		},
-		restart: "reload VS Code (Developer: Reload Window) and start the server from the MCP: List Servers command"},
-}
-
-// configDirFor is os.UserConfigDir's answer for goos, from env and home: %AppData% on Windows,
-// ~/Library/Application Support on macOS, $XDG_CONFIG_HOME or ~/.config elsewhere.
-func configDirFor(env func(string) string, home, goos string) string {
-	switch goos {
-	case "windows":
-		if d := env("APPDATA"); d != "" {
-			return d
-		}
-		return filepath.Join(home, "AppData", "Roaming")
-	case "darwin", "ios":
-		return filepath.Join(home, "Library", "Application Support")
-	}
-	if d := env("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
-		return d
-	}
-	return filepath.Join(home, ".config")
-}
-
-func findClient(name string) (setupClient, bool) {
-	i := slices.IndexFunc(setupClients, func(c setupClient) bool { return c.name == name })
-	if i < 0 {
-		return setupClient{}, false
-	}
-	return setupClients[i], true
-}
-
-func clientNames() string {
-	var n []string
-	for _, c := range setupClients {
-		n = append(n, c.name)
-	}
-	return strings.Join(n, ", ")
-}
+// without losing anything in it (package clientconfig). --print shows the result instead of
+// writing it.
 
 // serverNamePattern keeps the entry's name a plain key in JSON, TOML and tool prefixes.
 var serverNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -126,7 +41,7 @@ An existing file is merged: everything else in it stays, a timestamped backup is
 it, and a file setup cannot parse is refused, not overwritten.
 
 Setup flags:
-`, clientNames())
+`, clientconfig.Names())
 	for _, n := range []string{"print", "name", "config"} {
 		printFlag(w, fs.Lookup(n))
 	}
@@ -143,9 +58,9 @@ func setup(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	client, ok := findClient(args[0])
+	client, ok := clientconfig.Find(args[0])
 	if !ok {
-		fmt.Fprintf(stderr, "cline-mcp setup: unknown client %q (clients: %s)\n", args[0], clientNames())
+		fmt.Fprintf(stderr, "cline-mcp setup: unknown client %q (clients: %s)\n", args[0], clientconfig.Names())
 		return 2
 	}
 	fs, opts := setupFlags(stderr)
@@ -162,7 +77,12 @@ func setup(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cline-mcp setup: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	cfg.args = serverArgs(fs) // validate refuses a flag of the other container engine, as serve does
 	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(stderr, "cline-mcp setup: %v\n", err)
+		return 2
+	}
+	if err := clientEntryFlags(fs); err != nil {
 		fmt.Fprintf(stderr, "cline-mcp setup: %v\n", err)
 		return 2
 	}
@@ -175,7 +95,7 @@ func setup(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cline-mcp setup: %v\n", err)
 		return 1
 	}
-	return runSetup(client, opts, setupEntry{command: exe, args: serverArgs(fs)}, os.Getenv, stdout, stderr)
+	return runSetup(client, opts, clientconfig.Entry{Command: exe, Args: serverArgs(fs)}, os.Getenv, stdout, stderr)
 }
 
 func setupFlags(out io.Writer) (*flag.FlagSet, *setupOptions) {
@@ -185,6 +105,31 @@ func setupFlags(out io.Writer) (*flag.FlagSet, *setupOptions) {
 	fs.StringVar(&opts.name, "name", "cline", "name of the server entry in the client's configuration")
 	fs.StringVar(&opts.config, "config", "", "the client's configuration file (default: the client's own per-user file)")
 	return fs, opts
+}
+
+// clientEntryFlags refuses a server flag set on fs that a client's entry does not carry (one not
+// in --help): a setting of the machine belongs in the configuration file, once for every client.
+func clientEntryFlags(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err != nil || f.Name == "print" || f.Name == "name" || f.Name == "config" || slices.Contains(configfile.HelpFlags(), f.Name) {
+			return
+		}
+		if k, ok := configfile.KeyOf(f.Name); ok {
+			section, key, _ := strings.Cut(k.Name, ".")
+			err = fmt.Errorf("--%s is set once per machine, not per client: put it in the configuration file (%s) as [%s] %s = ... (docs/configuration.md); a client's entry carries only the flags of cline-mcp --help",
+				f.Name, configPathHint(), section, key)
+		}
+	})
+	return err
+}
+
+// configPathHint names the user's configuration file for a message.
+func configPathHint() string {
+	if p := configfile.DefaultPath(); p != "" {
+		return p
+	}
+	return "<user config dir>/cline-mcp/config.toml"
 }
 
 // serverArgs are the server flags set on fs, as --name=value, in flag order (setup's own are left
@@ -220,38 +165,39 @@ func executablePath() (string, error) {
 }
 
 // clientPath is the file setup edits for client: --config, else the client's per-user file.
-func clientPath(client setupClient, opts *setupOptions, env func(string) string) (string, error) {
+func clientPath(client clientconfig.Client, opts *setupOptions, env func(string) string) (string, error) {
 	if opts.config != "" {
 		return filepath.Abs(opts.config)
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no home directory: %w", err)
-	}
-	return client.path(env, home, configDirFor(env, home, runtime.GOOS), runtime.GOOS), nil
+	return client.DefaultPath(env)
 }
 
-func runSetup(client setupClient, opts *setupOptions, entry setupEntry, env func(string) string, stdout, stderr io.Writer) int {
+func runSetup(client clientconfig.Client, opts *setupOptions, entry clientconfig.Entry, env func(string) string, stdout, stderr io.Writer) int {
 	path, err := clientPath(client, opts, env)
 	if err != nil {
 		fmt.Fprintf(stderr, "cline-mcp setup: %v\n", err)
 		return 1
 	}
-	res, err := mergeClientFile(client, path, opts.name, entry, opts.print)
+	if opts.print {
+		snippet, err := clientconfig.Print(client, opts.name, entry)
+		if err != nil {
+			fmt.Fprintf(stderr, "cline-mcp setup: %s: %v\n", path, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "# %s (%s): nothing written (--print)\n", path, client.Title)
+		stdout.Write(snippet)
+		return 0
+	}
+	res, err := clientconfig.Merge(client, path, opts.name, entry)
 	if err != nil {
 		fmt.Fprintf(stderr, "cline-mcp setup: %s: %v\n", path, err)
 		return 1
 	}
-	if opts.print {
-		fmt.Fprintf(stdout, "# %s (%s): nothing written (--print)\n", path, client.title)
-		stdout.Write(res.content)
-		return 0
-	}
 	switch {
-	case res.unchanged:
-		fmt.Fprintf(stdout, "%s already starts %s as %q: nothing to change.\n", path, entry.command, opts.name)
-	case res.backup != "":
-		fmt.Fprintf(stdout, "Wrote %q to %s (backup of the previous file: %s).\n", opts.name, path, res.backup)
+	case res.Unchanged:
+		fmt.Fprintf(stdout, "%s already starts %s as %q: nothing to change.\n", path, entry.Command, opts.name)
+	case res.Backup != "":
+		fmt.Fprintf(stdout, "Wrote %q to %s (backup of the previous file: %s).\n", opts.name, path, res.Backup)
 	default:
 		fmt.Fprintf(stdout, "Wrote %q to %s (new file).\n", opts.name, path)
 	}
@@ -260,16 +206,16 @@ func runSetup(client setupClient, opts *setupOptions, entry setupEntry, env func
 }
 
 // nextSteps says what the user does after setup: restart the client, authenticate Cline.
-func nextSteps(w io.Writer, client setupClient, env func(string) string) {
+func nextSteps(w io.Writer, client clientconfig.Client, env func(string) string) {
 	fmt.Fprintln(w, "Next:")
-	fmt.Fprintf(w, "  - %s\n", client.restart)
-	if client.name == "codex" {
+	fmt.Fprintf(w, "  - %s\n", client.Restart)
+	if client.Name == "codex" {
 		fmt.Fprintf(w, "  - `codex exec` can call %s without asking: its approval_mode is \"approve\" in the file\n",
-			strings.Join(codexApprovedTools, ", "))
+			strings.Join(clientconfig.CodexApprovedTools, ", "))
 	}
 	home, _ := os.UserHomeDir()
-	if c := settingsCheck(settings.Path(env, home)); !c.ok {
-		fmt.Fprintf(w, "  - Cline has no provider settings yet (%s): run `cline auth` first\n", c.detail)
+	if c := run.SettingsCheck(settings.Path(env, home)); !c.OK {
+		fmt.Fprintf(w, "  - Cline has no provider settings yet (%s): run `cline auth` first\n", c.Detail)
 	}
 	fmt.Fprintln(w, "  - `cline-mcp doctor` checks the Cline CLI, its settings, git and Docker")
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cline-mcp/cline-mcp/clientconfig"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/tailscale/hujson"
 )
@@ -78,35 +79,35 @@ func TestSetupMergesRealFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, client := range setupClients {
-		t.Run(client.name, func(t *testing.T) {
+	for _, client := range clientconfig.Clients {
+		t.Run(client.Name, func(t *testing.T) {
 			home := setupHome(t)
 			path, err := clientPath(client, &setupOptions{}, os.Getenv)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(path, home) {
-				t.Fatalf("%s's file %s is outside HOME %s", client.name, path, home)
+				t.Fatalf("%s's file %s is outside HOME %s", client.Name, path, home)
 			}
-			old := []byte(realFiles[client.name])
+			old := []byte(realFiles[client.Name])
 			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(path, old, 0o640); err != nil {
 				t.Fatal(err)
 			}
-			code, out, errOut := runSetupCmd(t, client.name, "--isolation", "docker", "--egress-allow", "api.example.com:443", "--egress-allow", "*.example.org:443")
+			code, out, errOut := runSetupCmd(t, client.Name, "--isolation", "docker", "--egress-allow", "api.example.com:443", "--egress-allow", "*.example.org:443")
 			if code != 0 {
-				t.Fatalf("setup %s: exit %d: %s%s", client.name, code, out, errOut)
+				t.Fatalf("setup %s: exit %d: %s%s", client.Name, code, out, errOut)
 			}
 			if !strings.Contains(out, "Next:") || !strings.Contains(out, "cline auth") {
 				t.Errorf("setup does not say what to do next (restart, cline auth):\n%s", out)
 			}
 			got, _ := os.ReadFile(path)
-			before, after := decodeAny(t, client.format, old), decodeAny(t, client.format, got)
-			want := entryValue(client, setupEntry{command: "x", args: []string{}})
-			entry := pluck(after, client.key, "cline", want).(map[string]any)
-			pluck(before, client.key, "cline", want)
+			before, after := decodeAny(t, client.Format, old), decodeAny(t, client.Format, got)
+			want := clientconfig.EntryValue(client, clientconfig.Entry{Command: "x", Args: []string{}})
+			entry := clientconfig.TakeEntry(after, client.Key, "cline", want).(map[string]any)
+			clientconfig.TakeEntry(before, client.Key, "cline", want)
 			if !equalJSON(before, after) {
 				t.Errorf("setup changed more than the entry:\nbefore %v\nafter  %v", before, after)
 			}
@@ -117,10 +118,10 @@ func TestSetupMergesRealFiles(t *testing.T) {
 			if !equalJSON(entry["args"], wantArgs) {
 				t.Errorf("args %v, want %v", entry["args"], wantArgs)
 			}
-			if client.format == "json" && bytes.Contains(old, []byte("// remote")) && !bytes.Contains(got, []byte("// remote")) {
+			if client.Format == "json" && bytes.Contains(old, []byte("// remote")) && !bytes.Contains(got, []byte("// remote")) {
 				t.Errorf("a comment was lost:\n%s", got)
 			}
-			if client.format == "toml" && !bytes.Contains(got, []byte("# keep this comment")) {
+			if client.Format == "toml" && !bytes.Contains(got, []byte("# keep this comment")) {
 				t.Errorf("a comment was lost:\n%s", got)
 			}
 			backups, _ := filepath.Glob(path + ".*.bak")
@@ -133,12 +134,20 @@ func TestSetupMergesRealFiles(t *testing.T) {
 			if st, _ := os.Stat(path); st.Mode().Perm() != 0o640 {
 				t.Errorf("mode %v, want the old file's 0640", st.Mode().Perm())
 			}
-			code, out, _ = runSetupCmd(t, client.name, "--isolation=docker", "--egress-allow=api.example.com:443", "--egress-allow=*.example.org:443")
+			code, out, _ = runSetupCmd(t, client.Name, "--isolation=docker", "--egress-allow=api.example.com:443", "--egress-allow=*.example.org:443")
 			if again, _ := os.ReadFile(path); code != 0 || !bytes.Equal(again, got) || !strings.Contains(out, "nothing to change") {
 				t.Errorf("a second run changed the file or said otherwise (exit %d):\n%s", code, out)
 			}
 		})
 	}
+}
+
+// normalize makes decoded and built values comparable: through JSON, numbers as float64.
+func normalize(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 func equalJSON(a, b any) bool {
@@ -149,20 +158,20 @@ func equalJSON(a, b any) bool {
 
 // TestSetupNewFile: a client without a file gets a new one (directories made) holding the entry only.
 func TestSetupNewFile(t *testing.T) {
-	for _, client := range setupClients {
+	for _, client := range clientconfig.Clients {
 		home := setupHome(t)
-		code, out, errOut := runSetupCmd(t, client.name)
+		code, out, errOut := runSetupCmd(t, client.Name)
 		if code != 0 {
-			t.Fatalf("%s: exit %d: %s%s", client.name, code, out, errOut)
+			t.Fatalf("%s: exit %d: %s%s", client.Name, code, out, errOut)
 		}
 		path, _ := clientPath(client, &setupOptions{}, os.Getenv)
 		b, err := os.ReadFile(path)
 		if err != nil || !strings.HasPrefix(path, home) {
-			t.Fatalf("%s: %s: %v", client.name, path, err)
+			t.Fatalf("%s: %s: %v", client.Name, path, err)
 		}
-		m := decodeAny(t, client.format, b)
-		if e, _ := pluck(m, client.key, "cline", entryValue(client, setupEntry{})).(map[string]any); e == nil || len(m) != 0 {
-			t.Errorf("%s: new file holds %s", client.name, b)
+		m := decodeAny(t, client.Format, b)
+		if e, _ := clientconfig.TakeEntry(m, client.Key, "cline", clientconfig.EntryValue(client, clientconfig.Entry{})).(map[string]any); e == nil || len(m) != 0 {
+			t.Errorf("%s: new file holds %s", client.Name, b)
 		}
 	}
 }
@@ -170,20 +179,20 @@ func TestSetupNewFile(t *testing.T) {
 // TestSetupRefusesUnparsableFile: a file setup cannot parse is left as it is, with no backup.
 func TestSetupRefusesUnparsableFile(t *testing.T) {
 	bad := map[string]string{"json": `{"mcpServers": {"x": }`, "toml": "[mcp_servers.x\ncommand = 1\n"}
-	for _, client := range setupClients {
+	for _, client := range clientconfig.Clients {
 		setupHome(t)
 		path, _ := clientPath(client, &setupOptions{}, os.Getenv)
 		os.MkdirAll(filepath.Dir(path), 0o700)
-		os.WriteFile(path, []byte(bad[client.format]), 0o600)
-		code, _, errOut := runSetupCmd(t, client.name)
+		os.WriteFile(path, []byte(bad[client.Format]), 0o600)
+		code, _, errOut := runSetupCmd(t, client.Name)
 		if code != 1 || !strings.Contains(errOut, "refusing") {
-			t.Errorf("%s: exit %d, stderr %q; want 1 and a refusal", client.name, code, errOut)
+			t.Errorf("%s: exit %d, stderr %q; want 1 and a refusal", client.Name, code, errOut)
 		}
-		if b, _ := os.ReadFile(path); string(b) != bad[client.format] {
-			t.Errorf("%s: the file was changed", client.name)
+		if b, _ := os.ReadFile(path); string(b) != bad[client.Format] {
+			t.Errorf("%s: the file was changed", client.Name)
 		}
 		if backups, _ := filepath.Glob(path + ".*"); len(backups) != 0 {
-			t.Errorf("%s: left %v", client.name, backups)
+			t.Errorf("%s: left %v", client.Name, backups)
 		}
 	}
 }
@@ -210,19 +219,19 @@ func TestSetupRefusesOddShapes(t *testing.T) {
 
 // TestSetupPrintWritesNothing: --print shows the entry and leaves the disk alone.
 func TestSetupPrintWritesNothing(t *testing.T) {
-	for _, client := range setupClients {
+	for _, client := range clientconfig.Clients {
 		home := setupHome(t)
-		code, out, errOut := runSetupCmd(t, client.name, "--print", "--docker-image", "my/cline:1")
+		code, out, errOut := runSetupCmd(t, client.Name, "--print", "--docker-image", "my/cline:1")
 		if code != 0 || !strings.Contains(out, "--docker-image=my/cline:1") {
-			t.Fatalf("%s: exit %d:\n%s%s", client.name, code, out, errOut)
+			t.Fatalf("%s: exit %d:\n%s%s", client.Name, code, out, errOut)
 		}
-		if client.format == "toml" && !strings.Contains(out, "approval_mode = \"approve\"") {
+		if client.Format == "toml" && !strings.Contains(out, "approval_mode = \"approve\"") {
 			t.Errorf("codex --print does not approve apply_cline_edits:\n%s", out)
 		}
 		entries, _ := os.ReadDir(home)
 		for _, e := range entries {
 			if e.Name() != ".config" && e.Name() != "AppData" {
-				t.Errorf("%s --print wrote %s", client.name, e.Name())
+				t.Errorf("%s --print wrote %s", client.Name, e.Name())
 			}
 		}
 	}
@@ -241,35 +250,6 @@ func TestSetupRejectsBadInput(t *testing.T) {
 	}
 }
 
-// TestClientPathsPerOS: each client's per-user file on Linux, macOS and Windows.
-func TestClientPathsPerOS(t *testing.T) {
-	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	want := map[string]map[string]string{
-		"linux": {"claude-code": "/h/.claude.json", "claude-desktop": "/h/.config/Claude/claude_desktop_config.json",
-			"cursor": "/h/.cursor/mcp.json", "codex": "/h/.codex/config.toml", "vscode": "/h/.config/Code/User/mcp.json"},
-		"darwin": {"claude-code": "/h/.claude.json", "claude-desktop": "/h/Library/Application Support/Claude/claude_desktop_config.json",
-			"cursor": "/h/.cursor/mcp.json", "codex": "/h/.codex/config.toml", "vscode": "/h/Library/Application Support/Code/User/mcp.json"},
-		"windows": {"claude-code": "/h/.claude.json", "claude-desktop": "/roaming/Claude/claude_desktop_config.json",
-			"cursor": "/h/.cursor/mcp.json", "codex": "/h/.codex/config.toml", "vscode": "/roaming/Code/User/mcp.json"},
-	}
-	e := env(map[string]string{"APPDATA": "/roaming"})
-	for goos, paths := range want {
-		for _, c := range setupClients {
-			got := filepath.ToSlash(c.path(e, "/h", configDirFor(e, "/h", goos), goos))
-			if got != paths[c.name] {
-				t.Errorf("%s on %s: %s, want %s", c.name, goos, got, paths[c.name])
-			}
-		}
-	}
-	o := env(map[string]string{"CODEX_HOME": "/ch", "CLAUDE_CONFIG_DIR": "/cc"})
-	for name, p := range map[string]string{"codex": "/ch/config.toml", "claude-code": "/cc/.claude.json"} {
-		c, _ := findClient(name)
-		if got := filepath.ToSlash(c.path(o, "/h", "/cfg", "linux")); got != p {
-			t.Errorf("%s with its override variable: %s, want %s", name, got, p)
-		}
-	}
-}
-
 // TestSetupIsDocumented: the setup command is in --help and every client in docs/install.md.
 func TestSetupIsDocumented(t *testing.T) {
 	var out bytes.Buffer
@@ -281,9 +261,9 @@ func TestSetupIsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range setupClients {
-		if !strings.Contains(string(b), "cline-mcp setup "+c.name) {
-			t.Errorf("docs/install.md does not show cline-mcp setup %s", c.name)
+	for _, c := range clientconfig.Clients {
+		if !strings.Contains(string(b), "cline-mcp setup "+c.Name) {
+			t.Errorf("docs/install.md does not show cline-mcp setup %s", c.Name)
 		}
 	}
 	for _, flag := range []string{"--print", "--name", "--config"} {
@@ -347,21 +327,21 @@ func TestBuildVersion(t *testing.T) {
 // Code writes on its first start) gets the entry; the rest of the file is kept.
 func TestSetupIntoAnEmptyServersTable(t *testing.T) {
 	empty := map[string]string{"json": `{"numStartups": 7, "%s": {}}`, "toml": "model = \"x\"\n[%s]\n"}
-	for _, client := range setupClients {
+	for _, client := range clientconfig.Clients {
 		setupHome(t)
 		path, _ := clientPath(client, &setupOptions{}, os.Getenv)
 		_ = os.MkdirAll(filepath.Dir(path), 0o700)
-		if err := os.WriteFile(path, []byte(fmt.Sprintf(empty[client.format], client.key)), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(empty[client.Format], client.Key)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if code, out, errOut := runSetupCmd(t, client.name); code != 0 {
-			t.Errorf("%s: exit %d: %s%s", client.name, code, out, errOut)
+		if code, out, errOut := runSetupCmd(t, client.Name); code != 0 {
+			t.Errorf("%s: exit %d: %s%s", client.Name, code, out, errOut)
 			continue
 		}
 		b, _ := os.ReadFile(path)
-		m := decodeAny(t, client.format, b)
-		if e, _ := pluck(m, client.key, "cline", entryValue(client, setupEntry{})).(map[string]any); e == nil {
-			t.Errorf("%s: no entry in %s", client.name, b)
+		m := decodeAny(t, client.Format, b)
+		if e, _ := clientconfig.TakeEntry(m, client.Key, "cline", clientconfig.EntryValue(client, clientconfig.Entry{})).(map[string]any); e == nil {
+			t.Errorf("%s: no entry in %s", client.Name, b)
 		}
 	}
 }

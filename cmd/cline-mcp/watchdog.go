@@ -12,14 +12,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cline-mcp/cline-mcp/sandbox"
 	"github.com/cline-mcp/cline-mcp/sandbox/docker"
+	"github.com/cline-mcp/cline-mcp/sandbox/git"
 	"github.com/cline-mcp/cline-mcp/sandbox/host"
 	"github.com/cline-mcp/cline-mcp/sandbox/lifeline"
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
+	"github.com/cline-mcp/cline-mcp/sandbox/worktree"
 )
 
 // watchdogCommand is the internal `cline-mcp watchdog` command the server starts once (see
 // sandbox/lifeline): it waits for the server's lifeline to close, then ends the Cline process
-// groups and containers still running for that server and removes its private directories.
+// groups and containers still running for that server, removes its private directories and —
+// when the server died rather than exited — the worktrees of owners that are gone.
 const watchdogCommand = "watchdog"
 
 // watchdog runs `cline-mcp watchdog --instance ID -- <the server's flags>`. The server's flags
@@ -48,10 +53,20 @@ func watchdog(args []string, stderr io.Writer) int {
 	signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 
 	left := lifeline.Watch(os.NewFile(lifeline.FD, "lifeline"))
-	if len(left) == 0 {
+	orderly := left[lifeline.Orderly] != nil
+	delete(left, lifeline.Orderly)
+	if orderly && len(left) == 0 {
 		return 0 // an orderly shutdown: the server cleaned up after itself
 	}
+	if !orderly {
+		// Said first and at warn level: a review killed in CI prints nothing itself, and this
+		// shares its stderr.
+		log.Warn("cline-mcp ended without cleaning up (killed, out of memory or crashed); ending what it left running", "pid", instancePID(*instance))
+	}
 	reap(left, log, func(ctx context.Context) (int, error) {
+		if cfg.container() == sandbox.IsolationKubernetes {
+			return removeKubernetes(ctx, cfg, *instance)
+		}
 		ex, err := newDocker(cfg, docker.WithInstanceID(*instance))
 		if err != nil {
 			return 0, err
@@ -59,7 +74,28 @@ func watchdog(args []string, stderr io.Writer) int {
 		defer ex.Close()
 		return ex.RemoveOwn(ctx)
 	})
+	if !orderly {
+		sweepWorktrees(cfg, log)
+	}
 	return 0
+}
+
+// sweepWorktrees removes the worktrees of owners that no longer run — the dead server's among
+// them (git registration included): worktrees are not on the lifeline, and a killed review
+// would otherwise leave its worktree until the next server starts.
+func sweepWorktrees(cfg *config, log *slog.Logger) {
+	wts := &worktree.Manager{Git: &git.Git{}, Root: worktreeRoot(cfg.worktreeRoot)}
+	removed, err := wts.Sweep(context.Background())
+	if err != nil {
+		log.Warn("worktree sweep", "err", err)
+	}
+	log.Info("removed the worktrees of owners that are gone", "count", len(removed))
+}
+
+// instancePID is the pid in an instance id (0 when it is not one).
+func instancePID(id string) int {
+	in, _ := proc.ParseInstance(id)
+	return in.PID
 }
 
 // reap ends what a dead server left running: process groups first (a run keeps spending tokens
@@ -93,7 +129,7 @@ func reap(left map[string][]string, log *slog.Logger, removeContainers func(cont
 			log.Warn("remove private dir", "path", d, "err", err)
 		}
 	}
-	log.Info("the server is gone; ended what it left running",
+	log.Warn("the server is gone; ended what it left running",
 		"processGroups", killed, "containers", containers, "dirs", len(left[lifeline.Dir]))
 }
 
@@ -101,7 +137,8 @@ func reap(left map[string][]string, log *slog.Logger, removeContainers func(cont
 // a watchdog of its own, so a misdirected re-exec can never recurse.
 const watchdogEnvMark = "CLINE_MCP_WATCHDOG=1"
 
-// watchdogEnv is the watchdog's environment: enough to find the Docker engine and a temp dir,
+// watchdogEnv is the watchdog's environment: enough to find the Docker engine or the Kubernetes
+// cluster (a kubeconfig, or the pod's in-cluster account) and a temp dir,
 // none of the server's secrets (API keys, tokens).
 func watchdogEnv(env []string) []string {
 	out := []string{watchdogEnvMark}
@@ -109,7 +146,8 @@ func watchdogEnv(env []string) []string {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
 		case k == "PATH", k == "HOME", k == "USER", k == "LOGNAME", k == "TMPDIR", k == "XDG_RUNTIME_DIR",
-			k == "SSH_AUTH_SOCK", strings.HasPrefix(k, "DOCKER_"):
+			k == "SSH_AUTH_SOCK", strings.HasPrefix(k, "DOCKER_"),
+			k == "KUBECONFIG", k == "KUBERNETES_SERVICE_HOST", k == "KUBERNETES_SERVICE_PORT":
 			out = append(out, kv)
 		}
 	}

@@ -1,9 +1,11 @@
 // Package archtest keeps the import arrows of ARCHITECTURE.md true: cmd → bridge/* → sandbox/*,
-// bridge/cline and bridge/redact import nothing of ours, bridge/acp only bridge/cline (and is
+// bridge/cline and bridge/redact import nothing of ours, bridge/run/engine never bridge/run, bridge/acp only bridge/cline (and is
 // the only importer of the ACP SDK), sandbox imports only the standard library (and so does
-// sandbox/archive, the parser of what a container sends back), each external system has one
+// sandbox/archive, the parser of what a container sends back, and bridge/store, the records on
+// disk that bridge/jobs and bridge/sessions use), each external system has one
 // adapter package (Docker two: sandbox/engine finds and connects to the engine, sandbox/docker
-// runs containers on it), and nothing imports cmd.
+// runs containers on it), clientconfig (setup's editing of MCP clients' files) knows no flag of
+// ours, and nothing imports cmd.
 package archtest
 
 import (
@@ -35,6 +37,10 @@ func TestImportArrows(t *testing.T) {
 			switch {
 			case isOurs && strings.HasPrefix(o, "cmd/"):
 				t.Errorf("%s imports %s: nothing may import cmd", pkg, o)
+			case pkg == "config" && (isOurs || !stdlib(imp) && imp != "github.com/pelletier/go-toml/v2"):
+				t.Errorf("config imports %s: the configuration file's keys and reading use only the standard library and the TOML parser", imp)
+			case pkg == "clientconfig" && (isOurs && o != "sandbox/git" || !isOurs && !stdlib(imp) && imp != "github.com/pelletier/go-toml/v2" && imp != "github.com/tailscale/hujson"):
+				t.Errorf("clientconfig imports %s: an MCP client's file is edited with the standard library, the JSON and TOML parsers and sandbox/git's non-blocking open", imp)
 			case pkg == "sandbox" && !stdlib(imp):
 				t.Errorf("sandbox imports %s: it may use only the standard library", imp)
 			case pkg == "internal/filetree" && !stdlib(imp):
@@ -57,13 +63,21 @@ func TestImportArrows(t *testing.T) {
 				t.Errorf("cmd/cline-mcp-k8s-helper imports %s: the in-pod helper is static and small, the standard library only", imp)
 			case pkg == "sandbox/kubernetes" && o == "sandbox/archive":
 				// copy in and out of pods goes through the same archive checks as Docker's copy mode
+			case pkg == "sandbox/kubernetes" && o == "sandbox/egress":
+				// the executor hands a run's credential to its pod's egress sidecar in the proxy's words
 			case strings.HasPrefix(imp, "k8s.io/") && pkg != "sandbox/kubernetes" && pkg != "internal/testcluster":
 				t.Errorf("%s imports %s: Kubernetes is used only in sandbox/kubernetes (and the test cluster)", pkg, imp)
 			case pkg == "sandbox/worktree" && o == "sandbox/git":
 				// the manager, pool and sweeper run git through the trust boundary's git side
 			case pkg == "sandbox/git" && isOurs && o != "sandbox":
 				t.Errorf("sandbox/git imports %s: the trust boundary's git side may use only sandbox of ours", o)
-			case (pkg == "bridge/jobs" || pkg == "bridge/sessions" || pkg == "bridge/review") && isOurs:
+			case pkg == "bridge/store" && !stdlib(imp):
+				t.Errorf("bridge/store imports %s: the record store uses only the standard library", imp)
+			case (pkg == "bridge/jobs" || pkg == "bridge/sessions") && isOurs && o != "bridge/store":
+				t.Errorf("%s imports %s: it may use only bridge/store of ours", pkg, o)
+			case pkg == "bridge/service" && (isOurs && o != "bridge/run" && o != "sandbox" && o != "sandbox/git" || !isOurs && !stdlib(imp)):
+				t.Errorf("bridge/service imports %s: tenants, admission and remote repositories know only bridge/run's call and result, sandbox/git (every git command goes through it) and the standard library (no MCP)", imp)
+			case pkg == "bridge/review" && isOurs:
 				t.Errorf("%s imports %s: it must import nothing of ours", pkg, o)
 			case pkg == "sandbox/engine" && isOurs && o != "sandbox":
 				t.Errorf("sandbox/engine imports %s: engine discovery may use only sandbox of ours", o)
@@ -81,6 +95,8 @@ func TestImportArrows(t *testing.T) {
 				t.Errorf("%s imports %s: it must import nothing of ours", pkg, o)
 			case pkg == "bridge/run" && isOurs && (o == "bridge/mcpserver" || strings.HasPrefix(o, "internal/")):
 				t.Errorf("bridge/run imports %s: arrows point from mcpserver to run", o)
+			case pkg == "bridge/run/engine" && isOurs && o != "bridge/cline" && o != "bridge/acp" && o != "bridge/redact" && o != "sandbox":
+				t.Errorf("bridge/run/engine imports %s: an engine gets a Turn and returns Facts; of ours it speaks only to the CLI (bridge/cline, bridge/acp), the redactor's tails and the executor (sandbox), never to the call or the runner", o)
 			case strings.HasPrefix(imp, "github.com/moby/") && pkg != "sandbox/docker" && pkg != "sandbox/engine":
 				t.Errorf("%s imports %s: Docker is used only in sandbox/docker and sandbox/engine", pkg, imp)
 			case imp == "github.com/mark3labs/mcp-go/server" && pkg != "bridge/mcpserver" && pkg != "contract/mcpwriter":

@@ -231,7 +231,8 @@ func BuildFakeImageWithGit() error {
 var K8sFakeImage = "cline-mcp/fake-cline:" + TestTag("k8s")
 
 // BuildK8sFakeImage builds K8sFakeImage: FakeImage (built first) plus cline-mcp-k8s-helper
-// (cmd/cline-mcp-k8s-helper) at sandbox/kubernetes's default path, with images/k8s-fake/Dockerfile.
+// (cmd/cline-mcp-k8s-helper) and cline-mcp-egress (the credential sidecar) at
+// sandbox/kubernetes's default paths, with images/k8s-fake/Dockerfile.
 func BuildK8sFakeImage() error {
 	root, err := moduleRoot()
 	if err != nil {
@@ -243,6 +244,9 @@ func BuildK8sFakeImage() error {
 	}
 	defer os.RemoveAll(ctxDir)
 	if err := goBuild(root, filepath.Join(ctxDir, "cline-mcp-k8s-helper"), "./cmd/cline-mcp-k8s-helper", "GOOS=linux", "GOARCH="+EngineArch()); err != nil {
+		return err
+	}
+	if err := goBuild(root, filepath.Join(ctxDir, "cline-mcp-egress"), "./cmd/cline-mcp-egress", "GOOS=linux", "GOARCH="+EngineArch()); err != nil {
 		return err
 	}
 	df := filepath.Join(root, "images", "k8s-fake", "Dockerfile") // the one `make image-k8s-fake` uses

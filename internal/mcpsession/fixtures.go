@@ -50,7 +50,7 @@ const ProvidersTwo = `{
 }
 `
 
-// Record is one fake-cline invocation as FAKE_CLINE_RECORD saw it (cmd/fake-cline/doc.go).
+// Record is one fake-cline invocation as FAKE_CLINE_RECORD saw it (internal/cmd/fake-cline/doc.go).
 type Record struct {
 	PID                int               `json:"pid"`
 	PGID               int               `json:"pgid"`

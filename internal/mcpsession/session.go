@@ -61,7 +61,7 @@ func Build(dir string) (Binaries, error) {
 			return
 		}
 		built = Binaries{Dir: dir, ClineMCP: filepath.Join(dir, "cline-mcp"), FakeCline: filepath.Join(dir, "fake-cline")}
-		for out, pkg := range map[string]string{built.ClineMCP: "./cmd/cline-mcp", built.FakeCline: "./cmd/fake-cline"} {
+		for out, pkg := range map[string]string{built.ClineMCP: "./cmd/cline-mcp", built.FakeCline: "./internal/cmd/fake-cline"} {
 			if buildErr = goBuild(root, out, pkg); buildErr != nil {
 				return
 			}
@@ -69,7 +69,7 @@ func Build(dir string) (Binaries, error) {
 		built.ImageFake = built.FakeCline
 		if arch := EngineArch(); runtime.GOOS != "linux" || arch != runtime.GOARCH {
 			built.ImageFake = filepath.Join(dir, "fake-cline-linux-"+arch)
-			buildErr = goBuild(root, built.ImageFake, "./cmd/fake-cline", "GOOS=linux", "GOARCH="+arch)
+			buildErr = goBuild(root, built.ImageFake, "./internal/cmd/fake-cline", "GOOS=linux", "GOARCH="+arch)
 		}
 	}()
 	return built, buildErr
@@ -111,6 +111,10 @@ type Options struct {
 	Args []string // extra flags for cline-mcp
 	Env  []string // the complete environment of the server (nil: a minimal one built by Start)
 	Dir  string   // the server's working directory
+	// ClientOptions configure the MCP client (an elicitation handler, say); ProtocolVersion is the
+	// one it asks for in initialize ("": the latest).
+	ClientOptions   []client.ClientOption
+	ProtocolVersion string
 }
 
 // Session is one running cline-mcp process with an initialized MCP client.
@@ -154,7 +158,7 @@ func Start(t testing.TB, bin string, o Options) *Session {
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 
 	tr := transport.NewIO(pr, stdin, io.NopCloser(strings.NewReader("")))
-	c := client.NewClient(tr)
+	c := client.NewClient(tr, o.ClientOptions...)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		s.mu.Lock()
 		s.notifications = append(s.notifications, n)
@@ -162,11 +166,16 @@ func Start(t testing.TB, bin string, o Options) *Session {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Start(ctx); err != nil {
+	// The transport keeps Start's context for the requests the server sends (elicitation): one
+	// that ends with this function would answer every such request "context canceled".
+	if err := c.Start(context.WithoutCancel(ctx)); err != nil {
 		t.Fatalf("client start: %v", err)
 	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if o.ProtocolVersion != "" {
+		init.Params.ProtocolVersion = o.ProtocolVersion
+	}
 	init.Params.ClientInfo = mcp.Implementation{Name: "cline-mcp-tests", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatalf("initialize: %v\nstderr:\n%s", err, s.Stderr())

@@ -1,7 +1,7 @@
 // Package repocheck checks the repository as a whole: every relative link and #anchor of its
 // Markdown resolves inside the repository, nothing cites a document the repository does not
-// hold, and no tracked file is a build output (over 1 MiB, a binary executable, or executable
-// without being an allow-listed script). `make lint` runs it first; `make test` runs it too.
+// hold, no file cites an outside issue tracker, and no tracked file is a build output (over 1 MiB,
+// a binary executable, or executable without being an allow-listed script). `make lint` runs it first; `make test` runs it too.
 package repocheck
 
 import (

@@ -111,6 +111,9 @@ func Stop() {
 		_ = c.watchdog.Process.Kill()
 		_ = c.watchdog.Wait()
 	}
+	asb.mu.Lock()
+	stopAgentSandbox()
+	asb.mu.Unlock()
 	c.fwd.close()
 	if out, err := script("down"); err != nil {
 		fmt.Fprintf(os.Stderr, "testcluster: down: %v\n%s\n", err, out)

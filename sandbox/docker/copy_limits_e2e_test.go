@@ -51,7 +51,7 @@ func buildFakeImage(t *testing.T) error {
 		return err
 	}
 	bin := filepath.Join(t.TempDir(), "fake-cline")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "../../cmd/fake-cline")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "../../internal/cmd/fake-cline")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+v.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build fake-cline: %w\n%s", err, out)
@@ -236,5 +236,4 @@ func TestCopyBackSparseFileStaysWithinLimits(t *testing.T) {
 			noCopyLeftovers(t, e)
 		})
 	}
-	_, _ = rawCli.ImageRemove(t.Context(), fakeImage, client.ImageRemoveOptions{Force: true, PruneChildren: true})
 }

@@ -47,6 +47,13 @@ type copied struct {
 	nested []string
 	// man records what went in, for a Return.Tree mount.
 	man archive.Manifest
+	// cache is the kept volume of a read-only Mount (copycache.go), nil for a volume of the
+	// run's own; cacheState is 'w' while this run fills it, 'r' once it may mount it. fillSkip
+	// leaves out what the kept volume already holds; pending is what it will hold.
+	cache      *cacheEntry
+	cacheState byte
+	fillSkip   archive.SkipFunc
+	pending    map[string]stamp
 }
 
 // copySet is the copy-mode state of one run: its volumes and how to bring changes back.
@@ -81,6 +88,13 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	}
 	labels[LabelRun], labels[LabelInstance] = runID, e.instance
 	for i, d := range cs.dirs {
+		if ent := e.claimCache(d, id); ent != nil {
+			d.cache, d.cacheState = ent, 'w'
+			if d.fillSkip, err = e.prepareCached(ctx, d, runID, i, labels); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{
 			Name:   "cline-mcp-" + runID + "-" + strconv.Itoa(i),
@@ -115,6 +129,9 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return archive.WriteFile(tw, base, f.Source, u.owner(), f.ReadOnly) }); err != nil {
 			return nil, nil, e.copyError(ctx, "copy "+f.Source+" into the container", filler, err)
 		}
+	}
+	for _, d := range cs.dirs {
+		d.settle(true)
 	}
 	return cs, cs.volumeMounts(true), nil
 }
@@ -198,6 +215,9 @@ func (cs *copySet) volumeMounts(forRun bool) []mount.Mount {
 func (cs *copySet) fill(ctx context.Context, filler string, d *copied, u runUser) error {
 	e := cs.e
 	skip := archive.Under(d.nested)
+	if d.fillSkip != nil {
+		skip = d.fillSkip
+	}
 	var noRecord archive.SkipFunc
 	if !d.m.ReadOnly && d.m.Return.Tree {
 		d.man = archive.Manifest{}
@@ -335,12 +355,16 @@ func (cs *copySet) fileBack(ctx context.Context, id string, d *copied, f string)
 	return archive.PutFile(d.m.Source, filepath.FromSlash(r), data, ok)
 }
 
-// cleanup removes the run's volumes (the containers using them must be gone). It ignores ctx's
-// end; "not found" counts as removed.
+// cleanup removes the run's volumes (the containers using them must be gone), and lets the next
+// call fill the kept ones. It ignores ctx's end; "not found" counts as removed.
 func (cs *copySet) cleanup(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	for _, d := range cs.dirs {
+		if d.cache != nil {
+			d.release() // kept for the next call
+			continue
+		}
 		if d.volume != "" {
 			_, _ = cs.e.cli.VolumeRemove(rctx, d.volume, client.VolumeRemoveOptions{Force: true})
 		}

@@ -143,6 +143,10 @@ type Executor struct {
 	instance  string
 	track     func(runID string) (untrack func())
 	egress    Egress
+	// warm is the pool of started containers (WithWarm; warm.go), nil without one.
+	warm *warmPool
+	// cache keeps copy mode's volumes of read-only Mounts (copycache.go).
+	cache copyCache
 
 	mu        sync.Mutex
 	pingedAt  time.Time
@@ -324,8 +328,10 @@ func New(opts ...Option) (*Executor, error) {
 // removal of copy-mode volumes, then releases the engine client if New created it. Runs in
 // flight must have returned.
 func (e *Executor) Close() error {
+	e.closeWarm() // before the proxy: warm containers mount its volume
 	e.closeEgress()
 	e.background.Wait()
+	e.closeCache()
 	if e.ownClient {
 		return e.cli.Close()
 	}

@@ -142,7 +142,7 @@ func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgre
 			provider = append(provider, p)
 		}
 	}
-	allow := append(append([]string(nil), provider...), e.egress.Allow...)
+	allow := append(append([]string(nil), provider...), narrowed(e.egress.Allow, spec.AllowOnly)...)
 	token, err := randomHex(16)
 	if err != nil {
 		return nil, err
@@ -151,8 +151,8 @@ func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgre
 	defer cancel()
 	var cred *egress.Credential
 	if c := spec.Credential; c != nil {
-		cred = &egress.Credential{Upstream: c.Upstream, Headers: c.Headers}
-		if !side.ctl.Has(egress.FeatureCredential) {
+		cred = egressCredential(c)
+		if !side.ctl.Has(egress.FeatureCredentialPolicy) {
 			return nil, &sandbox.LaunchError{Op: "egress grant", Hint: HintEgressImage, Missing: true,
 				Err: errors.New("the egress proxy image cannot keep the provider's credential outside the container: it is older than this server")}
 		}
@@ -162,6 +162,29 @@ func (e *Executor) beginEgress(ctx context.Context, spec sandbox.Spec) (*runEgre
 			Hint: "the egress proxy container stopped answering; the next call starts a new one"}
 	}
 	return &runEgress{e: e, side: side, token: token, provider: provider, cred: cred != nil}, nil
+}
+
+// narrowed is the part of the executor's allowed endpoints that only names (nil: all of them).
+func narrowed(allow []string, only *[]string) []string {
+	if only == nil {
+		return allow
+	}
+	var out []string
+	for _, a := range allow {
+		if slices.Contains(*only, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// egressCredential is the grant's form of c: the proxy adds it only to c's endpoints, within its
+// allowance.
+func egressCredential(c *sandbox.Credential) *egress.Credential {
+	a := c.Allowance
+	return &egress.Credential{Upstream: c.Upstream, Headers: c.Headers, BasePath: c.BasePath, Endpoints: c.Endpoints,
+		Allowance: egress.Allowance{Requests: a.Requests, CostUSD: a.CostUSD, InputUSDPerMTok: a.InputUSDPerMTok,
+			OutputUSDPerMTok: a.OutputUSDPerMTok, Limits: a.Limits}}
 }
 
 // applyEgress gives the container the network of the run's egress mode: none, or the
@@ -226,7 +249,7 @@ func (r *runEgress) end(ctx context.Context) *sandbox.EgressReport {
 	})
 	var rep sandbox.EgressReport
 	for _, c := range r.sum.Refused {
-		rep.Refused = append(rep.Refused, sandbox.Refusal{Target: c.Target, Count: c.Count, Reason: c.Reason})
+		rep.Refused = append(rep.Refused, sandbox.Refusal{Target: c.Target, Count: c.Count, Reason: c.Reason, Budget: c.Budget})
 	}
 	for _, c := range r.sum.Allowed {
 		if c.Rule != "" && slices.Contains(r.provider, c.Rule) {
@@ -234,7 +257,8 @@ func (r *runEgress) end(ctx context.Context) *sandbox.EgressReport {
 		}
 		rep.Allowed = append(rep.Allowed, sandbox.Reached{Target: c.Target, Count: c.Count, Rule: c.Rule})
 	}
-	if len(rep.Refused)+len(rep.Allowed) == 0 {
+	rep.Answers, rep.SpentUSD = r.sum.Answers, r.sum.SpentUSD
+	if len(rep.Refused)+len(rep.Allowed) == 0 && rep.Answers == 0 && rep.SpentUSD == 0 {
 		return nil
 	}
 	return &rep

@@ -17,7 +17,8 @@ import (
 func InstanceID() string { return proc.Self().String() }
 
 // Sweep removes what dead server instances left behind: the containers labelled LabelInstance
-// whose instance ran on this host and is gone, then their copy-mode volumes and egress networks.
+// whose instance ran on this host and is gone, then their copy-mode volumes and egress networks,
+// and the slot directories of their warm containers.
 // Containers, volumes and networks of live instances (this one included) are never touched. It
 // returns how many containers it removed; the error joins every failure, after trying all
 // candidates.
@@ -27,7 +28,7 @@ func (e *Executor) Sweep(ctx context.Context) (removed int, err error) {
 	removed, err = e.removeWhere(ctx, LabelInstance, dead)
 	// The egress networks of dead instances, now that their proxies are gone.
 	_, nerr := e.removeNetworks(ctx, LabelInstance, dead)
-	return removed, errors.Join(err, nerr)
+	return removed, errors.Join(err, nerr, e.removeDeadSlots(dead))
 }
 
 // RemoveOwn force-removes every container of this executor's instance, running or not, and
@@ -37,7 +38,7 @@ func (e *Executor) RemoveOwn(ctx context.Context) (removed int, err error) {
 	all := func(string) bool { return true }
 	removed, err = e.removeWhere(ctx, LabelInstance+"="+e.instance, all)
 	_, nerr := e.removeNetworks(ctx, LabelInstance+"="+e.instance, all)
-	return removed, errors.Join(err, nerr)
+	return removed, errors.Join(err, nerr, e.removeOwnSlots())
 }
 
 // removeWhere force-removes the containers matching the label filter whose instance label

@@ -91,6 +91,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	_, _ = cli.ImageRemove(ctx, testImage, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	// Built once for every test that needs it (needFakeImage), removed only here.
+	_, _ = cli.ImageRemove(ctx, fakeImage, client.ImageRemoveOptions{Force: true, PruneChildren: true})
 	return code
 }
 

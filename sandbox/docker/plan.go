@@ -64,5 +64,9 @@ func (p *runPlan) release(ctx context.Context, e *Executor) {
 	if p.copies == nil {
 		return
 	}
+	// The kept volumes are free for the next call's fill at once (the container is gone).
+	for _, d := range p.copies.dirs {
+		d.release()
+	}
 	e.background.Go(func() { p.copies.cleanup(context.WithoutCancel(ctx)) })
 }

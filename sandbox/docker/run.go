@@ -90,6 +90,12 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		return sandbox.Exit{}, err
 	}
 	defer plan.release(ctx, e) // after the container's removal below
+	if e.warm != nil {
+		defer e.learnSpec(spec, runID, &plan, eg, img.id) // the next calls' shape, warmed after this one
+	}
+	if x, err, ok := e.runWarm(ctx, spec, runID, &plan, eg, img); ok {
+		return x, err
+	}
 	c, err := e.create(ctx, spec, runID, &plan, eg)
 	if err != nil {
 		return sandbox.Exit{}, err
@@ -97,6 +103,9 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	c.report.Image, c.report.ImageID, c.report.CLI = e.image, img.id, img.cli
 	c.report.CredentialOutside = eg.keepsCredential()
 	defer c.cleanup(ctx)
+	if spec.Started != nil {
+		spec.Started(c.report)
+	}
 	// Without this check a missing executable would only show as init's exit 127.
 	if err := e.statPath(ctx, c.id, spec.Path); err != nil {
 		return sandbox.Exit{}, err
@@ -202,27 +211,32 @@ func (c *runContainer) attach(ctx context.Context, spec sandbox.Spec) error {
 	}))
 	c.cancelWait = cancelWait
 
-	c.streamsDone = make(chan struct{})
-	stdout, stderr := writers(spec.Stdout, spec.Stderr)
-	go func() {
-		defer close(c.streamsDone)
-		_, _ = stdcopy.StdCopy(stdout, stderr, attached.Reader)
-	}()
-	if spec.Stdin != nil {
-		// The reader's EOF closes the process's stdin (StdinOnce); after the run the connection
-		// is closed (cleanup), so a copy still waiting ends at the reader's next read — the
-		// caller closes its writer.
-		go func() {
-			_, _ = io.Copy(attached.Conn, spec.Stdin)
-			_ = attached.CloseWrite()
-		}()
-	}
+	c.pipe(spec)
 	return nil
 }
 
 // start starts the container and returns when it was asked to. Once asked, the engine may start
 // the container even if we stop listening: the start request does not follow ctx, and a ctx
 // ending from here on is a stop of a started run.
+// pipe copies the attached process's multiplexed output to spec's writers (streamsDone closes
+// when it ends) and spec.Stdin to the process. The reader's EOF closes the process's stdin
+// (StdinOnce); after the run the connection is closed (cleanup), so a copy still waiting ends at
+// the reader's next read — the caller closes its writer.
+func (c *runContainer) pipe(spec sandbox.Spec) {
+	c.streamsDone = make(chan struct{})
+	stdout, stderr := writers(spec.Stdout, spec.Stderr)
+	go func() {
+		defer close(c.streamsDone)
+		_, _ = stdcopy.StdCopy(stdout, stderr, c.attached.Reader)
+	}()
+	if spec.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(c.attached.Conn, spec.Stdin)
+			_ = c.attached.CloseWrite()
+		}()
+	}
+}
+
 func (c *runContainer) start(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, fmt.Errorf("docker start %s: %w", c.id, err)

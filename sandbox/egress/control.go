@@ -19,7 +19,8 @@ type Message struct {
 	Token string   `json:"token,omitempty"`
 	Allow []string `json:"allow,omitempty"` // grant
 	Addr  string   `json:"addr,omitempty"`  // ready: where the proxy listens
-	// Features are what this proxy can do beyond allow-lists (ready): FeatureCredential.
+	// Features are what this proxy can do beyond allow-lists (ready): FeatureCredential,
+	// FeatureCredentialPolicy.
 	Features []string `json:"features,omitempty"`
 	// Credential (grant) is added by the proxy to the run's provider requests (ProviderHost).
 	// It is never echoed, logged or reported.
@@ -33,7 +34,7 @@ type Message struct {
 // are answered with an error message.
 func (p *Proxy) Control(r io.Reader, w io.Writer, addr string) error {
 	enc := json.NewEncoder(w)
-	if err := enc.Encode(Message{Op: "ready", Addr: addr, Features: []string{FeatureCredential}}); err != nil {
+	if err := enc.Encode(Message{Op: "ready", Addr: addr, Features: []string{FeatureCredential, FeatureCredentialPolicy}}); err != nil {
 		return fmt.Errorf("egress control: %w", err)
 	}
 	sc := bufio.NewScanner(r)
@@ -159,9 +160,10 @@ func (c *Client) Ready(ctx context.Context) (string, error) {
 
 // Grant lets the run with token reach allow and waits until the proxy confirmed it. A non-nil
 // cred is kept by the proxy for the run's provider requests (ProviderHost); a proxy that does
-// not announce FeatureCredential is refused such a grant before anything is sent.
+// not announce FeatureCredentialPolicy (it would lend the credential to any path of the
+// upstream) is refused such a grant before anything is sent.
 func (c *Client) Grant(ctx context.Context, token string, allow []string, cred *Credential) error {
-	if cred != nil && !c.Has(FeatureCredential) {
+	if cred != nil && !c.Has(FeatureCredentialPolicy) {
 		return fmt.Errorf("egress grant: this proxy cannot keep a credential (its image is older than this server)")
 	}
 	_, err := c.call(ctx, "granted", Message{Op: "grant", Token: token, Allow: allow, Credential: cred})

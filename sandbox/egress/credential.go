@@ -2,11 +2,14 @@ package egress
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,12 +27,26 @@ const ProviderAddr = "127.0.0.1:3129"
 // FeatureCredential is announced in ready by a proxy that keeps credentials (grant.credential).
 const FeatureCredential = "credential"
 
+// FeatureCredentialPolicy is announced by a proxy that lends a credential only to the grant's
+// endpoints (Credential.Endpoints), scrubs it from answers and enforces Credential.Allowance: a
+// server keeps a key outside only with such a proxy.
+const FeatureCredentialPolicy = "credential-policy"
+
 // Credential is what a grant asks the proxy to add to the run's provider requests: the
 // upstream origin (https://host[:port], or http:// when the user's own endpoint is plain http)
-// and the headers to set. The values never leave the proxy: not in answers, logs or counts.
+// and the headers to set. The values never leave the proxy: not in answers (scrubbed), logs or
+// counts. They are added only to the requests Endpoints names below BasePath; every other
+// method or path of the upstream is refused (PolicyDenied).
 type Credential struct {
 	Upstream string            `json:"upstream"`
 	Headers  map[string]string `json:"headers"`
+	// BasePath is the path of the provider's base URL ("/v1"; "" for none).
+	BasePath string `json:"basePath,omitempty"`
+	// Endpoints are "METHOD /suffix" (GET or POST) below BasePath: "POST /chat/completions".
+	// A credential without endpoints is refused.
+	Endpoints []string `json:"endpoints,omitempty"`
+	// Allowance bounds what the run may spend with the credential.
+	Allowance Allowance `json:"allowance,omitempty"`
 }
 
 // strippedHeaders are removed from every provider request before the credential's own headers
@@ -38,10 +55,13 @@ var strippedHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-A
 
 // credential is a parsed Credential.
 type credential struct {
-	scheme  string // https or http
-	host    string // as the upstream names it (the Host header and TLS name)
-	target  endpoint
-	headers http.Header
+	scheme    string // https or http
+	host      string // as the upstream names it (the Host header and TLS name)
+	target    endpoint
+	headers   http.Header
+	endpoints []apiEndpoint
+	secrets   [][]byte // scrubbed from answers
+	spend     *spend   // guarded by Proxy.mu
 }
 
 func parseCredential(c *Credential) (*credential, error) {
@@ -64,7 +84,17 @@ func parseCredential(c *Credential) (*credential, error) {
 		}
 		h.Set(k, v)
 	}
-	return &credential{scheme: u.Scheme, host: u.Host, target: t, headers: h}, nil
+	eps, err := parseEndpoints(c.BasePath, c.Endpoints)
+	if err != nil {
+		return nil, err
+	}
+	a := c.Allowance
+	if a.Requests < 0 || a.CostUSD < 0 || a.InputUSDPerMTok < 0 || a.OutputUSDPerMTok < 0 ||
+		a.CostUSD > 0 && a.InputUSDPerMTok == 0 && a.OutputUSDPerMTok == 0 {
+		return nil, fmt.Errorf("credential allowance: want non-negative limits and a price for a cost limit")
+	}
+	return &credential{scheme: u.Scheme, host: u.Host, target: t, headers: h, endpoints: eps,
+		secrets: secretsOf(h), spend: &spend{allowance: a}}, nil
 }
 
 // GrantCredential makes the proxy add c to the provider requests of the run with token (see
@@ -95,12 +125,16 @@ func (p *Proxy) credentialOf(token string) *credential {
 	return nil
 }
 
-// forwardCredential sends a provider request (already checked against the run's grant) to the
-// credential's upstream — the run's path and query, the upstream's host — with the run's own
-// credential headers replaced, and streams the answer back.
-func (p *Proxy) forwardCredential(w http.ResponseWriter, r *http.Request, c *credential) {
+// forwardCredential sends a provider request (already checked against the run's grant, its
+// endpoints and its allowance) to the credential's upstream — the run's path and query, the
+// upstream's host — with the run's own credential headers replaced, asking for an unencoded
+// answer, and streams the answer back with every credential value scrubbed from its headers and
+// body; what the answer used counts against the run's allowance. An encoded answer, which the
+// scrubber cannot read, is refused (502).
+func (p *Proxy) forwardCredential(w http.ResponseWriter, r *http.Request, c *credential, token string) {
 	p.once.Do(p.initTransports)
 	target := c.target.String()
+	var sent countingBody
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			u := *pr.In.URL
@@ -113,16 +147,65 @@ func (p *Proxy) forwardCredential(w http.ResponseWriter, r *http.Request, c *cre
 			for k, v := range c.headers {
 				pr.Out.Header[k] = v
 			}
+			pr.Out.Header.Set("Accept-Encoding", "identity")
+			// No protocol switch: its bytes would pass the scrubber by.
+			for _, h := range []string{"TE", "Upgrade", "Connection", "Http2-Settings"} {
+				pr.Out.Header.Del(h)
+			}
+			if pr.Out.Body != nil && pr.Out.Body != http.NoBody {
+				sent.r = pr.Out.Body
+				pr.Out.Body = &sent
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+				return errEncoded
+			}
+			if resp.StatusCode == http.StatusSwitchingProtocols {
+				return errUpgrade
+			}
+			p.meter(token, resp, sent.count)
+			scrubHeader(resp.Header, c.secrets)
+			resp.Trailer = nil // filled only as the body ends: past the scrubber
+			resp.Header.Del("Trailer")
+			resp.Header.Del("Content-Length")
+			resp.ContentLength = -1
+			resp.Body = newScrubReader(resp.Body, c.secrets)
+			return nil
 		},
 		Transport:     p.transport,
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			p.logf("forward %s: %v", target, err)
+			if errors.Is(err, errEncoded) || errors.Is(err, errUpgrade) {
+				http.Error(w, "cline-mcp egress proxy: "+err.Error(), http.StatusBadGateway)
+				return
+			}
 			http.Error(w, fmt.Sprintf("cline-mcp egress proxy: cannot reach %s: %v", target, err), http.StatusBadGateway)
 		},
 	}
 	rp.ServeHTTP(w, r)
 }
+
+var errUpgrade = errors.New("the provider switched protocols although asked for none: the proxy cannot check such an answer for the credential, so it is not passed on")
+
+var errEncoded = errors.New("the provider answered with a Content-Encoding although asked for none: the proxy cannot check such an answer for the credential, so it is not passed on")
+
+// countingBody counts the bytes of a request body as they are sent.
+type countingBody struct {
+	r io.ReadCloser
+	n atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+func (b *countingBody) Close() error { return b.r.Close() }
+
+func (b *countingBody) count() int64 { return b.n.Load() }
 
 // initTransports makes the forwarding transport: plain HTTP for absolute-form requests, TLS
 // (verified against RootCAs, else the system's roots) for credential upstreams; either dials

@@ -33,7 +33,7 @@ func TestProxyAddsTheCredential(t *testing.T) {
 	p := &Proxy{RootCAs: rootsOf(up)}
 	p.Grant("run", []string{upHost})
 	if err := p.GrantCredential("run", &Credential{Upstream: "https://" + upHost,
-		Headers: map[string]string{"x-api-key": "sk-real-123", "X-Custom": "team"}}); err != nil {
+		Headers: map[string]string{"x-api-key": "sk-real-123", "X-Custom": "team"}, BasePath: "/v1", Endpoints: []string{"POST /messages"}}); err != nil {
 		t.Fatal(err)
 	}
 	p.Grant("bare", []string{upHost})
@@ -69,14 +69,20 @@ func TestProxyAddsTheCredential(t *testing.T) {
 	if len(sum.Allowed) != 1 || sum.Allowed[0].Target != upHost || sum.Allowed[0].Count != 1 {
 		t.Errorf("got summary %+v, want one request to %s", sum, upHost)
 	}
-	if p.GrantCredential("run", &Credential{Upstream: "https://" + upHost}) == nil {
+	if p.GrantCredential("run", &Credential{Upstream: "https://" + upHost, Endpoints: []string{"POST /messages"}}) == nil {
 		t.Error("a credential for a revoked run was accepted")
 	}
 	p.Grant("x", nil)
 	for _, bad := range []Credential{
 		{Upstream: "ftp://h:1"}, {Upstream: "https://u:p@h"}, {Upstream: "https://h/v1"}, {Upstream: "https://h%0a:1"},
 		{Upstream: "https://h", Headers: map[string]string{"Bad Name": "v"}},
-		{Upstream: "https://h", Headers: map[string]string{"X": "v\r\nInjected: 1"}},
+		{Upstream: "https://h", Headers: map[string]string{"X": "v\r\nInjected: 1"}, Endpoints: []string{"POST /m"}},
+		{Upstream: "https://h"}, // lent to no endpoint
+		{Upstream: "https://h", Endpoints: []string{"DELETE /m"}},
+		{Upstream: "https://h", Endpoints: []string{"POST /../admin"}},
+		{Upstream: "https://h", BasePath: "/v1/..", Endpoints: []string{"POST /m"}},
+		{Upstream: "https://h", BasePath: "/v1/%2e", Endpoints: []string{"POST /m"}},
+		{Upstream: "https://h", Endpoints: []string{"POST /m"}, Allowance: Allowance{CostUSD: 1}}, // a cost without a price
 	} {
 		if err := p.GrantCredential("x", &bad); err == nil {
 			t.Errorf("credential %+v was accepted", bad)
@@ -91,10 +97,11 @@ func TestProxyAddsTheCredential(t *testing.T) {
 func TestProxyCredentialUpstreamNotAllowed(t *testing.T) {
 	p := &Proxy{}
 	p.Grant("run", []string{"other.example:443"})
-	if err := p.GrantCredential("run", &Credential{Upstream: "https://api.example", Headers: map[string]string{"Authorization": "Bearer k"}}); err != nil {
+	if err := p.GrantCredential("run", &Credential{Upstream: "https://api.example", Headers: map[string]string{"Authorization": "Bearer k"},
+		BasePath: "/v1", Endpoints: []string{"POST /chat"}}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := proxied(t, p, "run").Get("http://" + ProviderHost + "/v1/chat")
+	resp, err := proxied(t, p, "run").Post("http://"+ProviderHost+"/v1/chat", "application/json", strings.NewReader("{}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +130,11 @@ func TestControlGrantsCredential(t *testing.T) {
 	c := NewClient(toServer, fromServer)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Ready(ctx); err != nil || !c.Has(FeatureCredential) {
-		t.Fatalf("Ready: %v, features announced: %v", err, c.Has(FeatureCredential))
+	if _, err := c.Ready(ctx); err != nil || !c.Has(FeatureCredential) || !c.Has(FeatureCredentialPolicy) {
+		t.Fatalf("Ready: %v, features announced: %v %v", err, c.Has(FeatureCredential), c.Has(FeatureCredentialPolicy))
 	}
-	cred := &Credential{Upstream: "https://api.example", Headers: map[string]string{"Authorization": "Bearer sk-secret-9"}}
+	cred := &Credential{Upstream: "https://api.example", Headers: map[string]string{"Authorization": "Bearer sk-secret-9"},
+		BasePath: "/v1", Endpoints: []string{"POST /chat/completions"}, Allowance: Allowance{Requests: 3}}
 	if err := c.Grant(ctx, "tok", []string{"api.example:443"}, cred); err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,18 @@ type Count struct {
 	Count  int    `json:"count"`
 	Reason string `json:"reason,omitempty"` // refusals only
 	Rule   string `json:"rule,omitempty"`   // allowed only: the allow-list entry that matched
+	// Budget marks refusals of provider requests past the run's allowance (BudgetRefusal).
+	Budget bool `json:"budget,omitempty"`
 }
 
 // Summary is what a run did through the proxy.
 type Summary struct {
 	Allowed []Count `json:"allowed,omitempty"`
 	Refused []Count `json:"refused,omitempty"`
+	// Answers and SpentUSD are what the run's kept credential was used for: successful provider
+	// answers, and their tokens priced at the grant's allowance (0 without a cost limit).
+	Answers  int     `json:"answers,omitempty"`
+	SpentUSD float64 `json:"spentUsd,omitempty"`
 }
 
 // Where the proxy and the runs meet (cmd/cline-mcp-egress, images/egress): the proxy's image

@@ -60,7 +60,7 @@ func TestMatchOddForms(t *testing.T) {
 	}
 }
 
-// TestProxyRefusesZoneBypass is issue 28's first hole at the proxy: with a wildcard rule, a
+// TestProxyRefusesZoneBypass is the zone-bypass attack at the proxy: with a wildcard rule, a
 // CONNECT or an absolute-form GET to an IPv4-mapped literal whose zone ends in the domain must
 // not reach the address (here a listener on the proxy's own loopback). The listener is first
 // reached through an exact IP rule, so the refusal is the matcher's.

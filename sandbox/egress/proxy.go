@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +49,8 @@ type grant struct {
 	allowed map[string]*Count
 	refused map[string]*Count
 	cred    *credential // GrantCredential
+	// policyPaths are the requests the endpoint policy refused, by refusal count (count).
+	policyPaths map[string][]string
 }
 
 // Grant lets the run with token reach the endpoints allow (ParseEndpoint results; others are
@@ -82,7 +85,11 @@ func (p *Proxy) Revoke(token string) Summary {
 	if g == nil {
 		return Summary{}
 	}
-	return Summary{Allowed: sortedCounts(g.allowed), Refused: sortedCounts(g.refused)}
+	sum := Summary{Allowed: sortedCounts(g.allowed), Refused: sortedCounts(g.refused)}
+	if sp := g.spendOf(); sp != nil {
+		sum.Answers, sum.SpentUSD = sp.answered, sp.cost()
+	}
+	return sum
 }
 
 func sortedCounts(m map[string]*Count) []Count {
@@ -90,7 +97,12 @@ func sortedCounts(m map[string]*Count) []Count {
 	for _, c := range m {
 		out = append(out, *c)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Target != out[j].Target {
+			return out[i].Target < out[j].Target
+		}
+		return out[i].Reason < out[j].Reason
+	})
 	if len(out) == 0 {
 		return nil
 	}
@@ -100,7 +112,10 @@ func sortedCounts(m map[string]*Count) []Count {
 // errUnknownRun is the refusal of a request without a live grant.
 const errUnknownRun = "the run token is unknown or its run has ended"
 
-// rule returns the first rule of token's grant that allows t, or the reason there is none.
+// rule returns the most specific rule of token's grant that allows t, or the reason there is
+// none. The order of the list does not matter: an IP or exact name beats a wildcard, a longer
+// wildcard domain a shorter one (so "tgt.lab.example:8443" keeps its private addresses whether
+// "*.lab.example:8443" comes before or after it).
 func (p *Proxy) rule(token string, t endpoint) (endpoint, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -108,17 +123,34 @@ func (p *Proxy) rule(token string, t endpoint) (endpoint, string) {
 	if g == nil {
 		return endpoint{}, errUnknownRun
 	}
+	var best endpoint
+	found := false
 	for _, r := range g.allow {
-		if r.matches(t) {
-			return r, ""
+		if r.matches(t) && (!found || r.specificity() > best.specificity()) {
+			best, found = r, true
 		}
+	}
+	if found {
+		return best, ""
 	}
 	return endpoint{}, "not on this run's egress allow-list (add it with --egress-allow " + t.String() + ")"
 }
 
+// specificity orders the rules that match one target: exact (an IP or a name) above every
+// wildcard, a wildcard by the length of its domain.
+func (r endpoint) specificity() int {
+	if !r.wildcard {
+		return 1 << 16
+	}
+	return len(r.name)
+}
+
 // count records one request of token for target: allowed by rule when reason is empty, else
-// refused for reason. Requests of unknown runs are not counted (there is no run to tell).
-func (p *Proxy) count(token, target, rule, reason string) {
+// refused for reason (budget: a refusal for the run's allowance). Refusals count per target and
+// kind: the endpoint policy's refusals of one target share a count whose reason names the first
+// maxPolicyPaths requests it refused. Requests of unknown runs are not counted (there is no run
+// to tell).
+func (p *Proxy) count(token, target, rule, reason string, budget bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	g := p.grants[token]
@@ -129,16 +161,53 @@ func (p *Proxy) count(token, target, rule, reason string) {
 	if reason != "" {
 		m, rule = g.refused, ""
 	}
-	key := target
+	key, shown := target, target
+	what, policy := strings.CutSuffix(reason, ": "+PolicyDenied)
+	switch {
+	case budget:
+		key = target + "\x00budget"
+	case policy:
+		key = target + "\x00policy"
+	case reason != "":
+		key = target + "\x00" + reason
+	}
 	if _, ok := m[key]; !ok && len(m) >= maxTargets {
-		key, rule = "(other)", ""
+		key, shown, rule = "(other)", "(other)", ""
+		if budget {
+			key = "(other budget)"
+		}
 	}
 	c := m[key]
 	if c == nil {
-		c = &Count{Target: key, Reason: reason, Rule: rule}
+		c = &Count{Target: shown, Reason: reason, Rule: rule, Budget: budget}
 		m[key] = c
 	}
 	c.Count++
+	if policy && key != "(other)" {
+		c.Reason = g.policyReason(key, what)
+	}
+}
+
+// maxPolicyPaths bounds the requests a policy refusal's reason names.
+const maxPolicyPaths = 4
+
+// policyReason adds what ("METHOD /path") to the requests the policy refused under key and
+// returns the count's reason (caller holds p.mu).
+func (g *grant) policyReason(key, what string) string {
+	if g.policyPaths == nil {
+		g.policyPaths = map[string][]string{}
+	}
+	list := g.policyPaths[key]
+	if !slices.Contains(list, what) && len(list) <= maxPolicyPaths {
+		list = append(list, what)
+		g.policyPaths[key] = list
+	}
+	shown := list
+	more := ""
+	if len(list) > maxPolicyPaths {
+		shown, more = list[:maxPolicyPaths], " and others"
+	}
+	return strings.Join(shown, ", ") + more + ": " + PolicyDenied
 }
 
 // ServeHTTP serves one proxy request: CONNECT host:port opens a tunnel, an absolute-form request
@@ -180,13 +249,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rule endpoint
 	var reason string
 	var addrs []netip.Addr
+	budget := false
 	if err != nil {
 		target, reason = printable(raw), "not a plain host:port ("+err.Error()+")"
-	} else if rule, reason = p.rule(token, t); reason == "" {
+	} else if rule, reason = p.rule(token, t); reason == "" && cred != nil {
+		// The credential is lent only to the API the run needs, within its allowance.
+		if reason = cred.permits(r); reason == "" {
+			reason = p.overBudget(token)
+			budget = reason != ""
+		}
+	}
+	if reason == "" {
 		addrs, reason = p.addresses(r.Context(), rule, t)
 	}
 	if reason != errUnknownRun {
-		p.count(token, target, rule.String(), reason)
+		p.count(token, target, rule.String(), reason, budget)
 	}
 	if reason != "" {
 		p.logf("refused %s: %s", target, reason)
@@ -200,7 +277,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(context.WithValue(r.Context(), addrsKey{}, addrs))
 	if cred != nil {
-		p.forwardCredential(w, r, cred)
+		p.forwardCredential(w, r, cred, token)
 		return
 	}
 	p.forward(w, r, target)

@@ -273,6 +273,6 @@ func decide(p *Proxy, token, target string) string {
 		return err.Error()
 	}
 	r, reason := p.rule(token, t)
-	p.count(token, t.String(), r.String(), reason)
+	p.count(token, t.String(), r.String(), reason, false)
 	return reason
 }

@@ -88,9 +88,11 @@ func (g *pgroup) exit(ps *os.ProcessState) sandbox.Exit {
 // isBadFormat reports an exec format error (a file the kernel cannot run).
 func isBadFormat(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
 
-// killTree sends SIGKILL to pid's process group (unless it is ours) and to pid itself.
-func killTree(pid int) error {
-	if pgid, err := unix.Getpgid(pid); err == nil && pgid > 1 && pgid != unix.Getpgrp() {
+// killTree sends SIGKILL to pid and, with group, to its whole process group when pid leads
+// that group (as every run's process does, see prepare) and it is not ours. The group of a
+// process that does not lead one — a shell script's, a CI job's — belongs to somebody else.
+func killTree(pid int, group bool) error {
+	if pgid, err := unix.Getpgid(pid); group && err == nil && pgid == pid && pgid > 1 && pgid != unix.Getpgrp() {
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}
 	if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {

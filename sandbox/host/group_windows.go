@@ -161,4 +161,4 @@ func (g *jobGroup) id() int { return 0 }
 func KillGroup(int) error { return nil }
 
 // killTree is never reached on Windows (SweepOrphans finds no environments there).
-func killTree(int) error { return nil }
+func killTree(int, bool) error { return nil }

@@ -59,3 +59,55 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWarmVsCold is one cold and one warm call per iteration of the fake CLI with a small
+// checkout (copied in and back), on the test cluster: the cold call creates its pod and policy
+// and returns once the pod is gone; the warm call takes a started pod (the pool is refilled
+// between iterations, outside the timings) and leaves its deletion to the background. The
+// metrics are the calls' wall times, p50 and p95 over the iterations.
+//
+//	go test -tags e2e -run '^$' -bench BenchmarkWarmVsCold -benchtime 20x ./sandbox/kubernetes/
+func BenchmarkWarmVsCold(b *testing.B) {
+	e := warmExecutor(b, 1)
+	cold := *e
+	cold.warm = nil
+	work := b.TempDir()
+	for _, name := range []string{"README.md", "src/a.go"} {
+		p := filepath.Join(work, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("content of "+name+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.Chmod(work, 0o777); err != nil {
+		b.Fatal(err)
+	}
+	call := func(e *Executor) time.Duration {
+		spec, out, errb := fakeSpec(work, "Hi fake:pong")
+		start := time.Now()
+		x, err := e.Run(context.Background(), spec)
+		if err != nil || x.Code != 0 {
+			b.Fatalf("run: %+v %v\n%s\n%s", x, err, out, errb)
+		}
+		return time.Since(start)
+	}
+	call(e) // the layout's first call: cold, makes the pool
+	var colds, warms []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		waitIdle(b, e, 1)
+		b.StartTimer()
+		warms = append(warms, call(e))
+		colds = append(colds, call(&cold))
+	}
+	if w, _ := e.WarmStats(); int(w) != len(warms) {
+		b.Fatalf("%d of %d calls were warm", w, len(warms))
+	}
+	for name, ds := range map[string][]time.Duration{"cold": colds, "warm": warms} {
+		slices.Sort(ds)
+		b.ReportMetric(ds[len(ds)/2].Seconds(), name+"-p50-s")
+		b.ReportMetric(ds[min(len(ds)-1, len(ds)*95/100)].Seconds(), name+"-p95-s")
+	}
+}

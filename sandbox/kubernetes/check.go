@@ -15,6 +15,10 @@ var needs = [][3]string{
 	{"create", "networkpolicies", ""}, {"delete", "networkpolicies", ""},
 }
 
+// warmNeeds are what warm pods need besides (Config.Warm): the claim sets the policy's egress
+// and the run's labels.
+var warmNeeds = [][3]string{{"update", "networkpolicies", ""}, {"patch", "pods", ""}}
+
 // Check asks the cluster for its version and whether this client may do what runs need in the
 // namespace (SelfSubjectAccessReview); it returns the version and the missing permissions in
 // words ("create pods/exec").
@@ -23,11 +27,15 @@ func (e *Executor) Check(ctx context.Context) (version string, missing []string,
 	if err != nil {
 		return "", nil, fmt.Errorf("the cluster does not answer: %w", err)
 	}
-	for _, n := range needs {
-		group := ""
-		if n[1] == "networkpolicies" {
-			group = "networking.k8s.io"
-		}
+	all := needs
+	if e.warm != nil {
+		all = append(append([][3]string(nil), needs...), warmNeeds...)
+	}
+	if e.asb != nil {
+		all = append(append([][3]string(nil), needs...), asbNeeds...)
+	}
+	for _, n := range all {
+		group := apiGroup(n[1])
 		r := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
 			Namespace: e.cfg.Namespace, Verb: n[0], Group: group, Resource: n[1], Subresource: n[2]}}}
 		got, err := e.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, r, metav1.CreateOptions{})

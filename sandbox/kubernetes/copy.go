@@ -70,6 +70,12 @@ func (e *Executor) fill(ctx context.Context, pod string, cs []*copied) error {
 	if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return initRunning(p, fillName) }); err != nil {
 		return err
 	}
+	return e.sendMounts(ctx, pod, "attach", &corev1.PodAttachOptions{Container: fillName, Stdin: true, Stderr: true}, cs)
+}
+
+// sendMounts streams the mounts' archives to the stdin of pods/<sub> (opts): the fill
+// container's attach, or a warm pod's keeper's exec of the helper's untar.
+func (e *Executor) sendMounts(ctx context.Context, pod, sub string, opts runtime.Object, cs []*copied) error {
 	for _, c := range cs {
 		if !c.m.ReadOnly && c.m.Return.Tree {
 			c.man = archive.Manifest{}
@@ -86,10 +92,9 @@ func (e *Executor) fill(ctx context.Context, pod string, cs []*copied) error {
 		pw.CloseWithError(err)
 	}()
 	var stderr bytes.Buffer
-	opts := &corev1.PodAttachOptions{Container: fillName, Stdin: true, Stderr: true}
-	if err := e.stream(ctx, pod, "attach", opts, remotecommand.StreamOptions{Stdin: pr, Stderr: &stderr}); err != nil {
+	if err := e.stream(ctx, pod, sub, opts, remotecommand.StreamOptions{Stdin: pr, Stderr: &stderr}); err != nil {
 		pr.CloseWithError(err)
-		return e.apiError("create pods/attach", fmt.Errorf("fill: %w %s", err, stderr.String()))
+		return e.apiError("create pods/"+sub, fmt.Errorf("fill: %w %s", err, stderr.String()))
 	}
 	return nil
 }

@@ -20,6 +20,19 @@ const (
 	fillName   = "fill" // the init container that unpacks every mount's archive
 	mainName   = "cline"
 	keeperName = "keeper" // holds the emptyDirs after the run and answers the copy back
+	// sidecarName is the native sidecar (cline-mcp-egress sidecar) that holds a run's provider
+	// credential and serves its provider requests on the pod's loopback.
+	sidecarName = "egress"
+)
+
+// sidecarDir is where the sidecar keeps its proxy's socket: a volume no other container mounts.
+const sidecarDir = "/run/cline-mcp-egress"
+
+// Fixed bounds of the containers that are not the run's (requests = limits, so that the pod is
+// Guaranteed): the keeper answers the copy back's tar, the sidecar forwards provider requests.
+const (
+	keeperCPU, keeperMemory   = "250m", "64Mi"
+	sidecarCPU, sidecarMemory = "100m", "64Mi"
 )
 
 // podFor is the pod of one run: one init container that fills the mounts' emptyDirs, then the
@@ -53,6 +66,18 @@ func (e *Executor) podFor(spec sandbox.Spec, cs []*copied, runID string, deadlin
 		mainMounts = append(mainMounts, corev1.VolumeMount{Name: name, MountPath: t.Target})
 	}
 	var inits []corev1.Container
+	mainCmd := []string{e.cfg.Helper, "run", "--"}
+	if spec.Credential != nil {
+		sc, err := e.sidecar(uid)
+		if err != nil {
+			return nil, err
+		}
+		inits = append(inits, sc)
+		vols = append(vols, corev1.Volume{Name: sidecarName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}})
+		// The CLI starts once the sidecar holds the credential (it listens only then).
+		mainCmd = []string{e.cfg.Helper, "run", "--wait", sandbox.ProviderProxyAddr, "--"}
+	}
 	if len(cs) > 0 {
 		cmd := []string{e.cfg.Helper, "untar"}
 		for i, cp := range cs {
@@ -64,17 +89,25 @@ func (e *Executor) podFor(spec sandbox.Spec, cs []*copied, runID string, deadlin
 		}
 		c := e.container(fillName, cmd, nil)
 		c.VolumeMounts, c.Stdin, c.StdinOnce = all, true, true
+		// As much as the run's own container: init containers run before it, so the pod's
+		// request does not grow, and the unpacking is not throttled.
+		if err := bound(&c, e.cfg.CPU, e.cfg.Memory); err != nil {
+			return nil, err
+		}
 		inits = append(inits, c)
 	}
 	// The keeper is a regular container, not a native sidecar: the kubelet stops sidecars as soon
 	// as the main container ends, and the copy back comes after that.
 	keeper := e.container(keeperName, []string{e.cfg.Helper, "wait"}, nil)
 	keeper.VolumeMounts = all
-	main := e.container(mainName, append([]string{e.cfg.Helper, "run", "--", spec.Path}, spec.Args...), spec.Env)
+	if err := bound(&keeper, keeperCPU, keeperMemory); err != nil {
+		return nil, err
+	}
+	main := e.container(mainName, append(append(mainCmd, spec.Path), spec.Args...), spec.Env)
 	main.VolumeMounts, main.WorkingDir = mainMounts, spec.Dir
 	// A run that speaks on stdin (ACP) gets it through pods/attach; its end closes it.
 	main.Stdin, main.StdinOnce = spec.Stdin != nil, spec.Stdin != nil
-	if err := e.resources(&main); err != nil {
+	if err := bound(&main, e.cfg.CPU, e.cfg.Memory); err != nil {
 		return nil, err
 	}
 	labels := map[string]string{}
@@ -125,10 +158,34 @@ func (e *Executor) container(name string, cmd, env []string) corev1.Container {
 	return c
 }
 
-// resources sets requests = limits (Guaranteed QoS: a busy node does not evict the run first).
-func (e *Executor) resources(c *corev1.Container) error {
+// sidecar is the egress sidecar of a run with a credential: a native sidecar (an init container
+// that keeps running) of cline-mcp-egress in the run's image, as a user of its own (the CLI's
+// uid cannot read its memory; without a shared process namespace it cannot even see it), with
+// a stdin the executor writes the credential to (pods/attach) and a private volume for its
+// proxy's socket.
+func (e *Executor) sidecar(runUID int64) (corev1.Container, error) {
+	c := e.container(sidecarName, []string{e.cfg.Egress, "sidecar", "-dir", sidecarDir}, nil)
+	always := corev1.ContainerRestartPolicyAlways
+	id := sidecarUID(runUID)
+	c.RestartPolicy, c.Stdin, c.StdinOnce = &always, true, true
+	c.SecurityContext.RunAsUser, c.SecurityContext.RunAsGroup = &id, &id
+	c.VolumeMounts = []corev1.VolumeMount{{Name: sidecarName, MountPath: sidecarDir}}
+	return c, bound(&c, sidecarCPU, sidecarMemory)
+}
+
+// sidecarUID is the sidecar's uid and gid: 65532, or 65533 when the run itself is 65532.
+func sidecarUID(runUID int64) int64 {
+	if runUID == 65532 {
+		return 65533
+	}
+	return 65532
+}
+
+// bound sets c's requests = limits (Guaranteed QoS when every container of the pod has both:
+// a busy node does not evict the run first).
+func bound(c *corev1.Container, cpu, memory string) error {
 	rl := corev1.ResourceList{}
-	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: e.cfg.CPU, corev1.ResourceMemory: e.cfg.Memory} {
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory} {
 		if v == "" {
 			continue
 		}
@@ -159,8 +216,9 @@ func (e *Executor) user(u string) (int64, int64, error) {
 }
 
 // denyAll is the run's NetworkPolicy: no traffic in or out of its pod but DNS as dns says
-// (Config.EgressDNS) and to allow (egress, TCP). The pod owns it, so the garbage collector
-// removes it with the pod.
+// (Config.EgressDNS) and to allow (egress, TCP: Config.EgressAllow and the addresses of the
+// provider the run's sidecar reaches). The pod owns it, so the garbage collector removes it with
+// the pod.
 func denyAll(pod *corev1.Pod, allow []string, dns string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Labels: map[string]string{LabelRun: pod.Labels[LabelRun], LabelInstance: pod.Labels[LabelInstance]},

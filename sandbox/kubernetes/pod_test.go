@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -182,10 +184,18 @@ func TestEgressDNS(t *testing.T) {
 	if np := denyAll(pod, nil, ""); len(np.Spec.Egress) != 0 {
 		t.Errorf("no DNS: %+v", np.Spec.Egress)
 	}
-	e := testExecutor(t)
-	e.cfg.EgressDNS, e.cfg.EgressAllow = DNSKubeDNS, []string{"10.1.2.3:443"}
-	if got := e.policyText(); got != "deny-all but DNS (UDP/TCP 53) to kube-system's k8s-app=kube-dns pods, 10.1.2.3:443" {
-		t.Errorf("policy text %q", got)
+	r := reportOf(pod, np, sandbox.Spec{})
+	if want := "kube-system/k8s-app=kube-dns:53/UDP kube-system/k8s-app=kube-dns:53/TCP 10.1.2.3/32:443/TCP"; r.Egress != sandbox.EgressPolicy || strings.Join(r.Allowed, " ") != want {
+		t.Errorf("report: egress %s allowed %q, want %q", r.Egress, r.Allowed, want)
+	}
+	if !strings.Contains(r.Network, "deny-all: ingress denied; egress only to kube-system/k8s-app=kube-dns:53/UDP") {
+		t.Errorf("network %q", r.Network)
+	}
+	if r := reportOf(pod, denyAll(pod, nil, ""), sandbox.Spec{}); len(r.Allowed) != 0 || !strings.Contains(r.Network, "egress denied") {
+		t.Errorf("no DNS, nothing allowed: %q %q", r.Allowed, r.Network)
+	}
+	if r := reportOf(pod, nil, sandbox.Spec{}); r.Egress != sandbox.EgressOpen || len(r.Allowed) != 0 {
+		t.Errorf("no policy: %s %q", r.Egress, r.Allowed)
 	}
 	for _, bad := range []string{"coredns", "10.0.0.1:53", "none"} {
 		if ParseEgressDNS(bad) == nil {
@@ -219,5 +229,97 @@ func TestFileMountBySubPath(t *testing.T) {
 	}
 	if got := strings.Join(pod.Spec.InitContainers[0].Command, " "); got != DefaultHelper+" untar /w "+fileStage(1) {
 		t.Errorf("the fill: got %q, want the tree's target, then the file's stage", got)
+	}
+}
+
+// TestPodGuaranteedWithSidecar: a run with a credential gets the egress sidecar first — a native
+// sidecar (restartPolicy Always) of cline-mcp-egress with a stdin, as a uid of its own, with the
+// only mount of its private volume — and the CLI waits for its forwarder; no process namespace
+// is shared; every container, the fill, the keeper and the sidecar included, has requests equal
+// to limits for CPU and memory (Guaranteed QoS); the credential is nowhere in the pod object.
+func TestPodGuaranteedWithSidecar(t *testing.T) {
+	e := testExecutor(t)
+	e.cfg.Egress = DefaultEgress
+	spec := sandbox.Spec{Path: "/usr/local/bin/cline", Mounts: []sandbox.Mount{{Source: "/w", Target: "/w"}},
+		Credential: &sandbox.Credential{Upstream: "https://api.example.com", Headers: map[string]string{"Authorization": "Bearer sk-secret-1"}}}
+	pod, err := e.podFor(spec, copiesOf(spec), "g", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := pod.Spec
+	if len(ps.InitContainers) != 2 || ps.InitContainers[0].Name != sidecarName || ps.InitContainers[1].Name != fillName {
+		t.Fatalf("init containers %+v, want the sidecar, then the fill", ps.InitContainers)
+	}
+	sc := ps.InitContainers[0]
+	if sc.RestartPolicy == nil || *sc.RestartPolicy != corev1.ContainerRestartPolicyAlways || !sc.Stdin || !sc.StdinOnce ||
+		strings.Join(sc.Command, " ") != DefaultEgress+" sidecar -dir "+sidecarDir || *sc.SecurityContext.RunAsUser == 1000 ||
+		*sc.SecurityContext.RunAsGroup == 1000 || len(sc.Env) != 0 {
+		t.Errorf("sidecar %+v", sc)
+	}
+	for _, c := range append(append([]corev1.Container(nil), ps.InitContainers...), ps.Containers...) {
+		for _, m := range c.VolumeMounts {
+			if (m.Name == sidecarName) != (c.Name == sidecarName) {
+				t.Errorf("container %s mounts %s", c.Name, m.Name)
+			}
+		}
+		rs := c.Resources
+		if !equalRL(rs.Requests, rs.Limits) || rs.Limits.Cpu().IsZero() || rs.Limits.Memory().IsZero() {
+			t.Errorf("container %s: requests %v limits %v, want equal CPU and memory", c.Name, rs.Requests, rs.Limits)
+		}
+	}
+	if ps.ShareProcessNamespace != nil && *ps.ShareProcessNamespace {
+		t.Error("the pod shares its process namespace")
+	}
+	if got := strings.Join(ps.Containers[0].Command, " "); got != DefaultHelper+" run --wait "+sandbox.ProviderProxyAddr+" -- /usr/local/bin/cline" {
+		t.Errorf("main command %q", got)
+	}
+	if b, _ := json.Marshal(pod); strings.Contains(string(b), "sk-secret-1") {
+		t.Error("the pod object holds the credential")
+	}
+	if sidecarUID(65532) == 65532 {
+		t.Error("the sidecar's uid equals the run's")
+	}
+}
+
+// TestRemoveOwn: a dead server's watchdog removes that instance's pods and their policies, not
+// another instance's.
+func TestRemoveOwn(t *testing.T) {
+	e := testExecutor(t)
+	ctx := context.Background()
+	for name, id := range map[string]string{"mine": "host-12-34", "other": "host-2-2"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+			Labels: map[string]string{LabelRun: name, LabelInstance: instanceLabel(id)}, Annotations: map[string]string{AnnoInstance: id}}}
+		if _, err := e.cs.CoreV1().Pods("ns").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.cs.NetworkingV1().NetworkPolicies("ns").Create(ctx, denyAll(p, nil, ""), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := e.RemoveOwn(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("removed %d, %v", n, err)
+	}
+	pods, _ := e.cs.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	pols, _ := e.cs.NetworkingV1().NetworkPolicies("ns").List(ctx, metav1.ListOptions{})
+	if len(pods.Items) != 1 || pods.Items[0].Name != "other" || len(pols.Items) != 1 || pols.Items[0].Name != "other" {
+		t.Errorf("left %d pods, %d policies; want only the other instance's", len(pods.Items), len(pols.Items))
+	}
+}
+
+// TestUpstreamAllow: the provider's resolved addresses, IPv4 and IPv6, become the policy's
+// rules on the upstream's port.
+func TestUpstreamAllow(t *testing.T) {
+	u, err := resolveUpstream(context.Background(), &sandbox.Credential{Upstream: "https://[2001:db8::5]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.addrs = append(u.addrs, netip.MustParseAddr("10.1.2.3"))
+	np := denyAll(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{LabelRun: "r"}}}, u.allow(), "")
+	if got := policyAllows(np); strings.Join(got, " ") != "2001:db8::5/128:443/TCP 10.1.2.3/32:443/TCP" {
+		t.Errorf("policy allows %q", got)
+	}
+	if _, err := resolveUpstream(context.Background(), &sandbox.Credential{Upstream: "ftp://x"}); err == nil {
+		t.Error("an upstream that is not http(s) was accepted")
 	}
 }

@@ -1,11 +1,13 @@
 package kubernetes
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -15,12 +17,38 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
-// reportOf is what the pod the API server stored enforces for the run (not the executor's
-// options): its main container's hardening, user, mounts and memory, and the network policy.
-func (e *Executor) reportOf(pod *corev1.Pod, spec sandbox.Spec) *sandbox.ContainerReport {
-	c := pod.Spec.Containers[0]
+// storedReport is what the run's pod and NetworkPolicy enforce as the API server stored them
+// (created is the pod the create returned; pol the policy, nil without one), with the image
+// that ran from the pod's status (read again now: the main container's imageID is known once it
+// started). outside says the sidecar acknowledged the run's credential.
+func (e *Executor) storedReport(ctx context.Context, created *corev1.Pod, pol *networkingv1.NetworkPolicy, spec sandbox.Spec, outside bool) *sandbox.ContainerReport {
+	pod := created
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if p, err := e.cs.CoreV1().Pods(e.cfg.Namespace).Get(gctx, created.Name, metav1.GetOptions{}); err == nil {
+		pod = p
+	}
+	r := reportOf(pod, pol, spec)
+	r.CredentialOutside = outside && hasSidecar(pod)
+	return r
+}
+
+// reportOf is what pod and pol enforce for the run: the main container's hardening, user,
+// mounts and memory, the image that ran, and what the policy lets the pod reach.
+func reportOf(pod *corev1.Pod, pol *networkingv1.NetworkPolicy, spec sandbox.Spec) *sandbox.ContainerReport {
+	var c corev1.Container
+	for _, ct := range pod.Spec.Containers {
+		if ct.Name == mainName {
+			c = ct
+		}
+	}
 	sc, psc := c.SecurityContext, pod.Spec.SecurityContext
-	r := &sandbox.ContainerReport{Engine: "kubernetes", Image: c.Image, Mounts: []sandbox.MountReport{}, Egress: e.egressMode()}
+	r := &sandbox.ContainerReport{Engine: "kubernetes", Image: c.Image, Mounts: []sandbox.MountReport{}, Egress: sandbox.EgressOpen}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == mainName {
+			r.ImageID = cs.ImageID
+		}
+	}
 	if psc != nil && psc.RunAsUser != nil && psc.RunAsGroup != nil {
 		r.User = fmt.Sprintf("%d:%d", *psc.RunAsUser, *psc.RunAsGroup)
 	}
@@ -34,7 +62,12 @@ func (e *Executor) reportOf(pod *corev1.Pod, spec sandbox.Spec) *sandbox.Contain
 			}
 		}
 	}
-	r.Network = "pod network, NetworkPolicy " + e.policyText() + " (enforced only where the cluster's CNI enforces NetworkPolicy)"
+	r.Network = "pod network, no NetworkPolicy (egress open)"
+	if pol != nil {
+		r.Egress, r.Allowed = sandbox.EgressPolicy, policyAllows(pol)
+		r.Network = "pod network, NetworkPolicy " + pol.Name + ": " + policyWords(pol, r.Allowed) +
+			" (enforced only where the cluster's CNI enforces NetworkPolicy)"
+	}
 	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
 		r.MemoryBytes = q.Value()
 	}
@@ -53,29 +86,101 @@ func (e *Executor) reportOf(pod *corev1.Pod, spec sandbox.Spec) *sandbox.Contain
 	return r
 }
 
-func (e *Executor) egressMode() sandbox.EgressMode {
-	if e.cfg.EgressOpen {
-		return sandbox.EgressOpen
+func hasSidecar(p *corev1.Pod) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == sidecarName && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			return true
+		}
 	}
-	return sandbox.EgressNone
+	return false
 }
 
-func (e *Executor) policyText() string {
-	if e.cfg.EgressOpen {
-		return "none (egress open)"
+// policyWords says in one phrase what pol does to its pods' traffic.
+func policyWords(pol *networkingv1.NetworkPolicy, allowed []string) string {
+	var parts []string
+	for _, t := range pol.Spec.PolicyTypes {
+		switch {
+		case t == networkingv1.PolicyTypeIngress && len(pol.Spec.Ingress) == 0:
+			parts = append(parts, "ingress denied")
+		case t == networkingv1.PolicyTypeEgress && len(allowed) == 0:
+			parts = append(parts, "egress denied")
+		case t == networkingv1.PolicyTypeEgress:
+			parts = append(parts, "egress only to "+strings.Join(allowed, ", "))
+		}
 	}
-	var but []string
-	switch dns := e.cfg.EgressDNS; {
-	case dns == DNSKubeDNS:
-		but = append(but, "DNS (UDP/TCP 53) to kube-system's k8s-app=kube-dns pods")
-	case dns != "":
-		but = append(but, "DNS (UDP/TCP 53) to "+dns)
+	return "deny-all: " + strings.Join(parts, "; ")
+}
+
+// policyAllows lists the egress pol allows, one "peer:port/protocol" per peer and port: an
+// ipBlock by its CIDR (with " except ..."), pods by "namespace-labels/pod-labels" ("*" for any),
+// "*" for any destination or port.
+func policyAllows(pol *networkingv1.NetworkPolicy) []string {
+	var out []string
+	for _, rule := range pol.Spec.Egress {
+		peers := []string{"*"}
+		if len(rule.To) > 0 {
+			peers = peers[:0]
+			for _, p := range rule.To {
+				peers = append(peers, peerText(p))
+			}
+		}
+		ports := []string{"*"}
+		if len(rule.Ports) > 0 {
+			ports = ports[:0]
+			for _, p := range rule.Ports {
+				port, proto := "*", "TCP"
+				if p.Port != nil {
+					port = p.Port.String()
+					if p.EndPort != nil {
+						port += "-" + strconv.Itoa(int(*p.EndPort))
+					}
+				}
+				if p.Protocol != nil {
+					proto = string(*p.Protocol)
+				}
+				ports = append(ports, port+"/"+proto)
+			}
+		}
+		for _, peer := range peers {
+			for _, port := range ports {
+				out = append(out, peer+":"+port)
+			}
+		}
 	}
-	but = append(but, e.cfg.EgressAllow...)
-	if len(but) == 0 {
-		return "deny-all"
+	return out
+}
+
+func peerText(p networkingv1.NetworkPolicyPeer) string {
+	if b := p.IPBlock; b != nil {
+		s := b.CIDR
+		if len(b.Except) > 0 {
+			s += " except " + strings.Join(b.Except, ",")
+		}
+		return s
 	}
-	return "deny-all but " + strings.Join(but, ", ")
+	ns, pods := "*", "*"
+	if p.NamespaceSelector == nil {
+		ns = "(its namespace)"
+	} else if s := selectorText(p.NamespaceSelector); s != "" {
+		ns = s
+		if v, ok := p.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"]; ok && len(p.NamespaceSelector.MatchLabels) == 1 && len(p.NamespaceSelector.MatchExpressions) == 0 {
+			ns = v
+		}
+	}
+	if p.PodSelector != nil {
+		if s := selectorText(p.PodSelector); s != "" {
+			pods = s
+		}
+	}
+	return ns + "/" + pods
+}
+
+// selectorText is s in kubectl's words, "" for the empty selector (everything).
+func selectorText(s *metav1.LabelSelector) string {
+	if len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0 {
+		return ""
+	}
+	return metav1.FormatLabelSelector(s)
 }
 
 // DNSKubeDNS is Config.EgressDNS for the cluster's DNS: the pods labelled k8s-app=kube-dns in

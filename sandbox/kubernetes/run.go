@@ -3,13 +3,13 @@ package kubernetes
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -23,17 +23,48 @@ import (
 // could not start the program (its startFailed).
 const helperStartFailed = "cline-mcp-k8s-helper run: cannot start:"
 
+// helperNoForwarder begins it when the egress sidecar never listened (the helper's noForwarder).
+const helperNoForwarder = "cline-mcp-k8s-helper run: no provider forwarder:"
+
 // cleanupTimeout bounds the deletion of a run's pod, on a context that outlives the call.
 const cleanupTimeout = 30 * time.Second
 
-// Run runs spec in a pod of its own and removes the pod afterwards, on every path.
+// Run runs spec in a pod of its own and removes the pod afterwards, on every path. A Spec with a
+// Credential gets the egress sidecar, which receives the credential over its stdin and adds it to
+// the run's provider requests; the run's NetworkPolicy admits the provider's addresses.
 func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, error) {
-	if spec.Credential != nil {
-		return sandbox.Exit{}, errors.New("kubernetes executor: no egress proxy holds a credential here; the run would get none")
-	}
 	copies, err := e.planCopies(spec.Mounts)
 	if err != nil {
 		return sandbox.Exit{}, err
+	}
+	allow := e.cfg.EgressAllow
+	var up upstream
+	if spec.Credential != nil {
+		if up, err = resolveUpstream(ctx, spec.Credential); err != nil {
+			return sandbox.Exit{}, err
+		}
+		if !e.cfg.EgressOpen {
+			allow = append(append([]string(nil), allow...), up.allow()...)
+		} else {
+			up.addrs = nil // no policy to agree with: the sidecar resolves the name itself
+		}
+	}
+	if e.asb != nil {
+		c, err := e.asb.claim(ctx, e, spec, copies)
+		if err != nil {
+			return sandbox.Exit{}, err
+		}
+		if c != nil {
+			return e.runASB(ctx, spec, copies, allow, up, c)
+		}
+	}
+	topUp := func() {}
+	if e.warm != nil {
+		var w *warmPod
+		if w, topUp = e.warm.claim(ctx, e, spec, copies); w != nil {
+			topUp()
+			return e.runWarm(ctx, spec, copies, allow, up, w)
+		}
 	}
 	deadline := e.cfg.Deadline
 	if d, ok := ctx.Deadline(); ok {
@@ -44,22 +75,55 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		return sandbox.Exit{}, err
 	}
 	start := time.Now()
+	if e.cfg.Track != nil {
+		// Untracked after the deferred remove below: a dead server's watchdog removes the pod.
+		defer e.cfg.Track(pod.Name)()
+	}
 	pods := e.cs.CoreV1().Pods(e.cfg.Namespace)
 	if pod, err = pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return sandbox.Exit{}, e.apiError("create pods", err)
 	}
 	defer e.remove(ctx, pod.Name, time.Second)
-	report := e.reportOf(pod, spec)
+	var pol *networkingv1.NetworkPolicy
 	if !e.cfg.EgressOpen {
-		if _, err := e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod, e.cfg.EgressAllow, e.cfg.EgressDNS), metav1.CreateOptions{}); err != nil {
+		if pol, err = e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Create(ctx, denyAll(pod, allow, e.cfg.EgressDNS), metav1.CreateOptions{}); err != nil {
 			return sandbox.Exit{}, e.apiError("create networkpolicies", err)
 		}
 	}
-	if err := e.fill(ctx, pod.Name, copies); err != nil {
+	if e.asb != nil {
+		if err := e.asb.coldPlaced(ctx, e, pod.Name); err != nil {
+			return sandbox.Exit{}, err
+		}
+	}
+	if e.warm != nil {
+		if err := e.warm.coldPlaced(ctx, e, pod.Name); err != nil {
+			return sandbox.Exit{}, err
+		}
+		topUp()
+	}
+	return e.drive(ctx, pod, pol, spec, copies, up, start, e.fill, "")
+}
+
+// drive runs spec in pod, which exists with its policy pol (nil without one): hands the
+// credential to the sidecar, fills the volumes (with fill), follows the run and copies back.
+// end is a warm pod's nonce of its end frame ("" for a cold pod).
+func (e *Executor) drive(ctx context.Context, pod *corev1.Pod, pol *networkingv1.NetworkPolicy, spec sandbox.Spec, copies []*copied, up upstream, start time.Time,
+	fill func(context.Context, string, []*copied) error, end string) (sandbox.Exit, error) {
+	outside := false
+	if spec.Credential != nil {
+		if err := e.grant(ctx, pod.Name, spec.Credential, up.addrs); err != nil {
+			return sandbox.Exit{}, err
+		}
+		outside = true
+	}
+	if err := fill(ctx, pod.Name, copies); err != nil {
 		return sandbox.Exit{}, err
 	}
-	x, ended, err := e.follow(ctx, pod.Name, spec)
-	x.Duration, x.Container = time.Since(start), report
+	x, ended, err := e.follow(ctx, pod.Name, spec, end)
+	x.Duration, x.Container = time.Since(start), e.storedReport(ctx, pod, pol, spec, outside)
+	if outside {
+		x.Egress = e.sidecarSummary(ctx, pod.Name)
+	}
 	if err != nil || !ended {
 		return x, err
 	}
@@ -83,7 +147,12 @@ const stoppedCopyBack = 2 * time.Minute
 // (ended: its exit is known and the keeper holds what it left). When ctx ends first, the main
 // container is stopped (stopMain: the CLI gets SIGINT) and the Exit says Stopped; a container
 // that does not end within the stop grace, or that never started, goes with its pod.
-func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (x sandbox.Exit, ended bool, err error) {
+//
+// A warm pod's run (end, its nonce) ends with the helper's end frame in the log, once every
+// process of the run is gone: its exit code is the call's, without waiting for the kubelet to
+// report the container's end. A start failure (125 to 127) still waits for the status, whose
+// termination message says why.
+func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec, end string) (x sandbox.Exit, ended bool, err error) {
 	if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return started(p, mainName) }); err != nil {
 		if ctx.Err() != nil {
 			e.remove(ctx, pod, spec.StopGrace)
@@ -95,10 +164,10 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (x
 	if err != nil {
 		return sandbox.Exit{}, false, e.apiError("get pods/log", err)
 	}
-	done := make(chan error, 1)
+	done := make(chan streamEnd, 1)
 	go func() {
-		err := demux(orDiscard(spec.Stdout), orDiscard(spec.Stderr), logs)
-		done <- err
+		code, ended, err := demuxEnd(orDiscard(spec.Stdout), orDiscard(spec.Stderr), logs, end)
+		done <- streamEnd{code, ended, err}
 	}()
 	fed := make(chan error, 1)
 	if spec.Stdin != nil {
@@ -106,7 +175,11 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (x
 		defer stopFeed()
 		go func() { fed <- e.feed(fctx, pod, spec.Stdin) }()
 	}
-	p, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return terminated(p, mainName) != nil })
+	p, early, err := e.waitExit(ctx, pod, end, done)
+	if early != nil {
+		logs.Close()
+		return sandbox.ExitFromStatus(early.code, false), true, nil
+	}
 	stopped := false
 	if err != nil && ctx.Err() != nil {
 		p, err = e.stopMain(ctx, pod, spec.StopGrace)
@@ -128,6 +201,12 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (x
 		settle = sandbox.DefaultSettleGrace
 	}
 	t := terminated(p, mainName)
+	if t.ExitCode == 125 && strings.HasPrefix(t.Message, helperNoForwarder) {
+		logs.Close()
+		<-done
+		return sandbox.Exit{}, false, &sandbox.LaunchError{Op: "pod start", Err: fmt.Errorf("image %s: %s", e.cfg.Image, t.Message),
+			Hint: "the run image must hold cline-mcp-egress at " + e.cfg.Egress + " (make image adds it)"}
+	}
 	if t.ExitCode == 127 && strings.HasPrefix(t.Message, helperStartFailed) {
 		logs.Close()
 		<-done
@@ -138,7 +217,8 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (x
 	x.Stopped = stopped
 	var derr error
 	select {
-	case derr = <-done:
+	case d := <-done:
+		derr = d.err
 	case <-time.After(settle + 5*time.Second):
 		x.StreamsCut = true
 		logs.Close()
@@ -161,6 +241,47 @@ func (e *Executor) follow(ctx context.Context, pod string, spec sandbox.Spec) (x
 		}
 	}
 	return x, true, nil
+}
+
+// streamEnd is how the log of the main container ended: at a warm pod's end frame (ended,
+// with the run's exit code), else at its end or an error.
+type streamEnd struct {
+	code  int
+	ended bool
+	err   error
+}
+
+// waitExit waits until the main container ended, by its status (the pod it read), or for a warm
+// pod (end) by the end frame of its log, whichever comes first (early, then). A log that ends
+// otherwise is put back in done for follow.
+func (e *Executor) waitExit(ctx context.Context, pod, end string, done chan streamEnd) (*corev1.Pod, *streamEnd, error) {
+	isEnded := func(p *corev1.Pod) bool { return terminated(p, mainName) != nil }
+	if end == "" {
+		p, err := e.waitFor(ctx, pod, isEnded)
+		return p, nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type status struct {
+		p   *corev1.Pod
+		err error
+	}
+	st := make(chan status, 1)
+	go func() {
+		p, err := e.waitFor(wctx, pod, isEnded)
+		st <- status{p, err}
+	}()
+	select {
+	case s := <-st:
+		return s.p, nil, s.err
+	case d := <-done:
+		if d.ended && (d.code < 125 || d.code > 127) {
+			return nil, &d, nil
+		}
+		done <- d
+		s := <-st
+		return s.p, nil, s.err
+	}
 }
 
 // stopMain stops the main container of a cancelled run as `docker stop` would, keeping the pod
@@ -302,7 +423,7 @@ func cannotStart(p *corev1.Pod, image string) error {
 				Hint: "make the image available to the cluster's nodes (push it to a registry they pull from, or import it on the node) and pass it with --k8s-image"}
 		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
 			return &sandbox.LaunchError{Op: "pod start", Err: fmt.Errorf("container %s: %s: %s", cs.Name, w.Reason, w.Message),
-				Hint: "the image must hold cline-mcp-k8s-helper and the CLI (images/k8s-fake, or the real image with the helper)"}
+				Hint: "the image must hold cline-mcp-k8s-helper, the CLI and, for a key-less run's sidecar, cline-mcp-egress (images/k8s-fake, or the real image of make image)"}
 		}
 	}
 	return nil
@@ -339,19 +460,60 @@ func (e *Executor) remove(ctx context.Context, name string, grace time.Duration)
 		return
 	}
 	// Run returns when the pod is gone, not when its deletion began.
-	for err == nil {
-		select {
-		case <-rctx.Done():
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-		_, err = e.cs.CoreV1().Pods(e.cfg.Namespace).Get(rctx, name, metav1.GetOptions{})
-	}
-	if !apierrors.IsNotFound(err) {
+	if err == nil && e.waitGone(rctx, name) != nil {
 		return // the pod may still run: its policy stays, and the garbage collector removes it later
 	}
 	// The garbage collector would remove the policy after its owner; not every cluster runs one.
 	_ = e.cs.NetworkingV1().NetworkPolicies(e.cfg.Namespace).Delete(rctx, name, metav1.DeleteOptions{})
+}
+
+// waitGone waits until the pod name is gone: a watch from the pod's current version, looked at
+// again every second (a watch may miss what happened before it began), not a request every few
+// milliseconds.
+func (e *Executor) waitGone(ctx context.Context, name string) error {
+	pods := e.cs.CoreV1().Pods(e.cfg.Namespace)
+	for {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		w, err := pods.Watch(wctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+			ResourceVersion: p.ResourceVersion})
+		if err != nil {
+			cancel()
+			return err
+		}
+		gone := deletedWithin(wctx, w, name)
+		w.Stop()
+		cancel()
+		if gone {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// deletedWithin reads w until it reports the pod name deleted (true), or ends, or ctx does.
+func deletedWithin(ctx context.Context, w watch.Interface, name string) bool {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, open := <-w.ResultChan():
+			if !open || ev.Type == watch.Error {
+				return false
+			}
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Name == name && ev.Type == watch.Deleted {
+				return true
+			}
+		}
+	}
 }
 
 // apiError names what a refused request needed: a 403 is a LaunchError naming the verb and

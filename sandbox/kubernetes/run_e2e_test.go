@@ -143,7 +143,7 @@ func TestRunInPod(t *testing.T) {
 	}
 }
 
-// TestPodAsStored: the pod's hardening as the API server stored it, while the run hangs; then
+// TestPodAsStored: the pod's hardening and QoS class as the API server stored it, while the run hangs; then
 // cancelling the run's context deletes the pod (Stopped) and nothing is left.
 func TestPodAsStored(t *testing.T) {
 	e := clusterExecutor(t)
@@ -174,6 +174,9 @@ func TestPodAsStored(t *testing.T) {
 		t.Fatal("the run's pod never started")
 	}
 	ps := pod.Spec
+	if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
+		t.Errorf("stored pod's QoS class %q, want Guaranteed (the fill, the CLI's container and the keeper bounded)", pod.Status.QOSClass)
+	}
 	if *ps.AutomountServiceAccountToken || *ps.SecurityContext.RunAsUser != 1000 || !*ps.SecurityContext.RunAsNonRoot ||
 		ps.SecurityContext.SeccompProfile == nil || ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("stored pod security: %+v", ps.SecurityContext)

@@ -47,6 +47,9 @@ const (
 	// Container is a container run id: when any is tracked, the watchdog removes every
 	// container of the server's instance.
 	Container = "c"
+	// Orderly is written by Close before the pipe closes: the server ended on its own and
+	// cleaned up. Without it the watchdog knows the server died (killed, out of memory).
+	Orderly = "o"
 )
 
 // Lifeline is the server's end. A nil *Lifeline is valid and tracks nothing, for platforms and
@@ -164,8 +167,9 @@ func (l *Lifeline) send(line string) {
 	}
 }
 
-// Close is the orderly end: it closes the write end — the watchdog ends whatever is still tracked
-// (nothing, after a clean shutdown) and exits — and waits up to wait for it to exit.
+// Close is the orderly end: it says so (Orderly) and closes the write end — the watchdog ends
+// whatever is still tracked (nothing, after a clean shutdown) and exits — and waits up to wait
+// for it to exit.
 func (l *Lifeline) Close(wait time.Duration) error {
 	if l == nil {
 		return nil
@@ -175,6 +179,7 @@ func (l *Lifeline) Close(wait time.Duration) error {
 		l.mu.Unlock()
 		return nil
 	}
+	_, _ = io.WriteString(l.w, "+"+Orderly+" exit\n")
 	l.closed = true
 	err := l.w.Close()
 	l.mu.Unlock()

@@ -9,6 +9,9 @@ import (
 // ErrNoEnviron means this platform cannot list processes or read their environment.
 var ErrNoEnviron = errors.New("process environments: not readable on this platform")
 
+// Pids lists the pids of all running processes (Linux, macOS; elsewhere ErrNoEnviron).
+func Pids() ([]int, error) { return list() }
+
 // WithEnv lists the pids of running processes (this one excluded) whose environment holds the
 // exact entry kv ("NAME=value"), or an entry "NAME=..." when kv ends with "=" (any value); the
 // matched entries are returned beside the pids. Processes whose environment cannot be read

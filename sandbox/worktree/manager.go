@@ -163,6 +163,7 @@ type owner struct {
 	Tool         string    `json:"tool"`
 	PID          int       `json:"pid"`
 	PIDStartTime uint64    `json:"pidStartTime"`    // 0 when unknown on this platform
+	Host         string    `json:"host,omitempty"`  // the owner's hostname: pids of another host mean nothing here
 	Repo         string    `json:"repo"`            // git common dir
 	Admin        string    `json:"admin,omitempty"` // the worktree's own git dir, once created
 	Created      time.Time `json:"created"`
@@ -226,7 +227,8 @@ func (m *Manager) source(ctx context.Context, repoDir string) (git.Repo, string,
 func (m *Manager) create(ctx context.Context, src git.Repo, commit string, pooled bool) (*Worktree, error) {
 	g := m.git()
 	o := owner{Tool: ownerTool, PID: os.Getpid(), Repo: src.CommonDir, Created: time.Now().UTC()}
-	o.PIDStartTime = proc.Self().Start
+	self := proc.Self()
+	o.PIDStartTime, o.Host = self.Start, self.Host
 	entry, err := m.newEntry(o)
 	if err != nil {
 		return nil, &SetupError{Repo: src.Top, Err: err}

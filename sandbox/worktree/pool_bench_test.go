@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// poolBenchFiles is the size of the pool benchmark's repository (issue 17: a monorepo-sized
+// poolBenchFiles is the size of the pool benchmark's repository (a monorepo-sized
 // checkout, where creating a worktree costs seconds).
 const poolBenchFiles = 50_000
 
@@ -175,7 +175,7 @@ func BenchmarkPool(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkPoolShapes measures what the shape checks (issue 28: FIFOs, sockets, hard links and
+// BenchmarkPoolShapes measures what the shape checks (FIFOs, sockets, hard links and
 // permission bits, see tidy) add to a warm pooled call on the 50,000-file repository: warm
 // Acquire + Release with and without them, alternating in one run, against a fresh worktree
 // (Add + Remove). It reports the medians, shapes/noshapes and shapes/fresh.

@@ -19,7 +19,7 @@ import (
 	"time"
 )
 
-// The pool's second line of defence (issue 28, hole 6): state git neither reports nor undoes —
+// The pool's second line of defence: state git neither reports nor undoes —
 // FIFOs, sockets, devices, hard links, permission and set-id bits of files and directories — must
 // not survive into the next call, and the next call must be told what was found.
 

@@ -66,9 +66,14 @@ func (m *Manager) Sweep(ctx context.Context) (removed []string, err error) {
 }
 
 // ownerAlive reports whether the process that wrote o still runs (sandbox/proc: pid plus start
-// time, on Linux, macOS and Windows). Where that cannot be judged, the owner counts as alive:
+// time, on Linux, macOS and Windows, on the owner's own host). Where that cannot be judged — an
+// owner on another host sharing the root, among them — the owner counts as alive:
 // never remove what might be in use.
 func ownerAlive(o owner) bool {
+	if o.Host != "" && o.Host != proc.Self().Host {
+		// Another machine (or container) sharing the root: its pids cannot be judged here.
+		return true
+	}
 	if o.PIDStartTime != 0 {
 		return !proc.Gone(o.PID, o.PIDStartTime)
 	}

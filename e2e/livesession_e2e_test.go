@@ -1,0 +1,222 @@
+//go:build e2e && unix
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+// plant is a turn that leaves a file in its container's /tmp (a tmpfs of that container alone);
+// probe a turn that copies it, if its container has it, into the session's data dir, which the
+// host sees (the marker that the container was the same), and records the container's name.
+const (
+	plant = "fake:run_commands?cmd=echo%20planted%20%3E%20/tmp/planted&cmd=read%20h%20%3C%20/etc/hostname%3B%20echo%20$h%20%3E%20$CLINE_DATA_DIR/host1"
+	probe = "fake:run_commands?cmd=read%20h%20%3C%20/etc/hostname%3B%20echo%20$h%20%3E%20$CLINE_DATA_DIR/host2&cmd=read%20x%20%3C%20/tmp/planted%20%26%26%20echo%20$x%20%3E%20$CLINE_DATA_DIR/seen"
+)
+
+// TestLiveContainerSession: a Docker conversation keeps its container and its ACP process between
+// turns. Turn 2 runs in turn 1's container (the same container name, and the file turn 1 planted
+// in the container's /tmp is there) and Cline sees the earlier turns; another session, and another
+// tool, get a container of their own, without the planted file; when the warm idle time ends, the
+// containers and the directories their settings copies lived in are gone, and the session goes on
+// in a new container.
+func TestLiveContainerSession(t *testing.T) {
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	w := newWorld(t, docker, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "6s", "--warm-agents", "3"}})
+	mine := func() []string {
+		ids, err := mcpsession.ContainersOf(w.sess.Cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	dataOf := func(id string) string {
+		m, _ := filepath.Glob(filepath.Join(sessions, "data", "*", "sessions", id))
+		if len(m) != 1 {
+			t.Fatalf("session %s has no data dir of its own: %v", id, m)
+		}
+		return filepath.Dir(filepath.Dir(m[0]))
+	}
+	read := func(p string) string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }
+	gitInit(t, w.work, map[string]string{"README.md": "x\n"})
+
+	_, first := w.call("ask_cline", map[string]any{"prompt": "remember this " + plant})
+	wantOK(t, first)
+	id, _ := first["sessionId"].(string)
+	data := dataOf(id)
+	host1 := read(filepath.Join(data, "host1"))
+	if host1 == "" {
+		t.Fatalf("turn 1 did not run its commands in the container (no host1 in %s): %v", data, first)
+	}
+	if ids := mine(); len(ids) != 1 {
+		t.Fatalf("after turn 1 the server has containers %v, want the session's one kept", ids)
+	}
+	kept := mine()[0]
+
+	_, second := w.call("ask_cline", map[string]any{"prompt": probe, "sessionId": id})
+	wantOK(t, second)
+	if got := read(filepath.Join(data, "host2")); got != host1 {
+		t.Errorf("turn 2 ran in container %q, turn 1 in %q: the container was not kept", got, host1)
+	}
+	if got := read(filepath.Join(data, "seen")); got != "planted" {
+		t.Errorf("turn 2 did not see the file turn 1 planted in its container (%q)", got)
+	}
+	if ws, _ := second["warnings"].([]any); len(ws) > 0 {
+		t.Errorf("the kept container's turn has warnings: %v", ws)
+	}
+	if enf, _ := second["enforcement"].(map[string]any); enf == nil || enf["container"] == nil {
+		t.Errorf("the kept container's turn reports no container: %v", second["enforcement"])
+	}
+	_, third := w.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": id})
+	wantOK(t, third)
+	if got, _ := third["text"].(string); !strings.HasPrefix(got, "earlier=2 first=remember this") {
+		t.Errorf("turn 3 did not see the earlier turns: %q", got)
+	}
+	if ids := mine(); len(ids) != 1 || ids[0] != kept {
+		t.Errorf("after three turns of one session the server has containers %v, want %s alone", ids, kept)
+	}
+
+	// Another session: a container of its own, which has nothing of the first one's.
+	_, other := w.call("ask_cline", map[string]any{"prompt": probe})
+	wantOK(t, other)
+	otherData := dataOf(other["sessionId"].(string))
+	if got := read(filepath.Join(otherData, "host2")); got == "" || got == host1 {
+		t.Errorf("another session ran in container %q (the first session's: %q)", got, host1)
+	}
+	if _, err := os.Stat(filepath.Join(otherData, "seen")); !os.IsNotExist(err) {
+		t.Errorf("another session saw the file the first session planted in its container: %v", err)
+	}
+	if ids := mine(); len(ids) != 2 {
+		t.Errorf("with two live sessions the server has containers %v, want two", ids)
+	}
+	if m, _ := filepath.Glob(filepath.Join(w.tmp, "cline-mcp-agent-*")); len(m) != 2 {
+		t.Errorf("the kept containers' settings dirs: %v, want two", m)
+	}
+
+	// Another tool in the same directory: a container of its own, which its own session keeps.
+	_, ws := w.call("ask_cline_workspace", map[string]any{"prompt": probe})
+	wantOK(t, ws)
+	wsID := ws["sessionId"].(string)
+	wsData := dataOf(wsID)
+	if got := read(filepath.Join(wsData, "host2")); got == "" || got == host1 {
+		t.Errorf("ask_cline_workspace ran in container %q (the ask_cline session's: %q)", got, host1)
+	}
+	if _, err := os.Stat(filepath.Join(wsData, "seen")); !os.IsNotExist(err) {
+		t.Errorf("ask_cline_workspace saw the file an ask_cline session planted in its container: %v", err)
+	}
+	_, ws2 := w.call("ask_cline_workspace", map[string]any{"prompt": plant, "sessionId": wsID})
+	wantOK(t, ws2)
+	_, ws3 := w.call("ask_cline_workspace", map[string]any{"prompt": probe, "sessionId": wsID})
+	wantOK(t, ws3)
+	if h1, h2 := read(filepath.Join(wsData, "host1")), read(filepath.Join(wsData, "host2")); h1 == "" || h1 != h2 || read(filepath.Join(wsData, "seen")) != "planted" {
+		t.Errorf("ask_cline_workspace's session did not keep its container: turn 2 in %q, turn 3 in %q", h1, h2)
+	}
+	if ids := mine(); len(ids) != 3 {
+		t.Errorf("with three live sessions the server has containers %v, want three", ids)
+	}
+
+	// The idle time ends them all: no container, no settings copy left.
+	if !mcpsession.Eventually(60*time.Second, func() bool { return len(mine()) == 0 }) {
+		t.Fatalf("the idle sessions' containers %v are still there", mine())
+	}
+	if !mcpsession.Eventually(10*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(w.tmp, "cline-mcp-agent-*"))
+		return len(m) == 0
+	}) {
+		t.Errorf("the settings dirs of the ended containers are still there")
+	}
+	// The session goes on in a new container after its kept one ended.
+	_, fourth := w.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": id})
+	wantOK(t, fourth)
+	if got, _ := fourth["text"].(string); !strings.HasPrefix(got, "earlier=3 first=remember this") {
+		t.Errorf("after the idle end the session lost its history: %q", got)
+	}
+}
+
+// TestLiveContainerSessionKilledServer: a server SIGKILLed while a session's container is kept
+// between turns leaves no container behind (its lifeline watchdog removes it).
+func TestLiveContainerSessionKilledServer(t *testing.T) {
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	e := newDockerEnv(t, "--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "10m")
+	mine := func() []string {
+		ids, err := mcpsession.ContainersOf(e.sess.Cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "fake:pong"})
+	wantDockerOK(t, sc)
+	if ids := mine(); len(ids) != 1 || !containerRunning(t, ids[0]) {
+		t.Fatalf("no kept running container of the server after the turn (%v): the test would prove nothing", ids)
+	}
+	if err := e.sess.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-e.sess.Exited()
+	if !mcpsession.Eventually(20*time.Second, func() bool { return len(mine()) == 0 }) {
+		t.Fatalf("the killed server's kept container(s) %v still exist", mine())
+	}
+}
+
+// TestLiveContainerSessionNotKept: a copy-mode engine brings a run's changes back only when its
+// container ends, so its session's container is not kept: after the turn the server has none
+// left, and the session goes on in a new container with its history.
+func TestLiveContainerSessionNotKept(t *testing.T) {
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	w := newWorld(t, docker, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", sessions, "--docker-mounts", "copy"}})
+	_, first := w.call("ask_cline", map[string]any{"prompt": "remember this fake:pong"})
+	wantOK(t, first)
+	if !mcpsession.Eventually(10*time.Second, func() bool {
+		ids, _ := mcpsession.ContainersOf(w.sess.Cmd.Process.Pid)
+		return len(ids) == 0
+	}) {
+		t.Fatalf("a copy-mode session's container was kept")
+	}
+	_, second := w.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": first["sessionId"]})
+	wantOK(t, second)
+	if got, _ := second["text"].(string); !strings.HasPrefix(got, "earlier=1 first=remember this") {
+		t.Errorf("the copy-mode session lost its history: %q", got)
+	}
+}
+
+// TestLiveContainerSessionKeylessNotKept: a key-less session turn (the provider key with the
+// egress proxy; the result says so, the marker) does not keep its container: the proxy's grant
+// and allowance are the call's, so after the turn the server has no container left.
+func TestLiveContainerSessionKeylessNotKept(t *testing.T) {
+	w := newEgressWorld(t)
+	e := prepareEnv(t)
+	if err := os.WriteFile(e.providers, []byte(keylessProviders("openai-compatible", "http://"+w.provider+":18080/v1", secretKey(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.startWithEnv(nil, "--cline-protocol", "acp", "--sessions-dir", filepath.Join(t.TempDir(), "sessions"),
+		"--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "fake:pong"})
+	wantDockerOK(t, sc)
+	if enf, _ := sc["enforcement"].(map[string]any); enf == nil || enf["credentialOutside"] != true {
+		t.Fatalf("the turn was not key-less, the test would prove nothing: %v", sc["enforcement"])
+	}
+	if sc["sessionId"] == nil {
+		t.Fatalf("no session: %v", sc)
+	}
+	// Its runs' containers: the egress proxy is a container of the server too.
+	runs := func() []string {
+		ids, _ := mcpsession.ContainersOf(e.sess.Cmd.Process.Pid)
+		var out []string
+		for _, id := range ids {
+			if containerLabel(t, id, "cline-mcp.tool") != "" {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	if !mcpsession.Eventually(10*time.Second, func() bool { return len(runs()) == 0 }) {
+		t.Fatalf("a key-less session's container %v was kept", runs())
+	}
+}

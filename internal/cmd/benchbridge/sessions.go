@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// benchSessions times the later turns of one ACP conversation (ask_cline, fake CLI) through two
+// servers side by side, one turn of each in turn: on the host (a warm agent takes each turn) and
+// in Docker (the session's live container takes each turn). The first turn of each, which starts
+// the process (and the container), is not counted. It prints p50 and p95 of each and the ratio
+// of the Docker session's to the host session's; it asserts nothing.
+func benchSessions(server, fake, image string, n int, gap time.Duration) error {
+	if image == "" {
+		return errors.New("the sessions benchmark needs -image")
+	}
+	root, work, env, err := benchWorld("benchbridge-sessions-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	acp := []string{"--cline-protocol", "acp", "--sessions-dir", filepath.Join(root, "sessions")}
+	type benchServer struct {
+		name string
+		args []string
+		id   string
+		took []time.Duration
+	}
+	servers := []*benchServer{
+		{name: "host session", args: acp},
+		{name: "docker session", args: append(append([]string{}, acp...), "--isolation", "docker", "--docker-image", image, "--docker-network", "none")},
+	}
+	sessions := make([]*session, len(servers))
+	defer func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	for i, sv := range servers {
+		if sessions[i], err = startServer(server, fake, env, work, sv.args...); err != nil {
+			return fmt.Errorf("%s: %w", sv.name, err)
+		}
+	}
+	for turn := 0; turn <= n; turn++ {
+		for i, sv := range servers {
+			start := time.Now()
+			id, err := sessions[i].turn("Reply with PONG", sv.id)
+			if err != nil {
+				return fmt.Errorf("%s, turn %d: %w", sv.name, turn+1, err)
+			}
+			if turn > 0 {
+				sv.took = append(sv.took, time.Since(start))
+			}
+			sv.id = id
+			time.Sleep(gap)
+		}
+	}
+	host := servers[0].took
+	fmt.Printf("live container sessions (ask_cline over ACP, fake CLI, %d later turns each, interleaved, %v between turns):\n", n, gap)
+	for _, sv := range servers {
+		fmt.Printf("  %-16s later turn p50 %7.1f ms  p95 %7.1f ms  (p50 %.2fx host)\n", sv.name,
+			ms(median(sv.took)), ms(pct(sv.took, 0.95)), float64(median(sv.took))/float64(median(host)))
+	}
+	return nil
+}
+
+// turn is one ask_cline call of a conversation (id "": a new one); it returns the session id.
+func (s *session) turn(prompt, id string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := map[string]any{"prompt": prompt, "cwd": s.work}
+	if id != "" {
+		args["sessionId"] = id
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "ask_cline"
+	req.Params.Arguments = args
+	res, err := s.c.CallTool(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	if res.IsError {
+		return "", fmt.Errorf("call failed: %v", res.Content)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.SessionID == "" {
+		return "", fmt.Errorf("no sessionId in the result: %s", b)
+	}
+	return out.SessionID, nil
+}
