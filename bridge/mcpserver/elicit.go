@@ -86,11 +86,12 @@ func orTool(t string) string {
 	return t
 }
 
-// withAsk gives a synchronous call its way to ask the user: elicitation when the client has it.
-func (s *Server) withAsk(ctx context.Context) context.Context {
+// askOf is a synchronous call's way to ask the user: elicitation when the client has it (nil:
+// none).
+func (s *Server) askOf(ctx context.Context) run.AskFunc {
 	if session := elicitSession(ctx); session != nil {
 		s.opts.Logger.Debug("permission questions of this call go to the client by elicitation")
-		return run.WithAsk(ctx, s.elicitAsk(session))
+		return s.elicitAsk(session)
 	}
 	var caps any
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil {
@@ -98,5 +99,5 @@ func (s *Server) withAsk(ctx context.Context) context.Context {
 	}
 	s.opts.Logger.Debug("this call cannot ask the user: the client declared no elicitation, or its protocol has no server requests",
 		"protocol", server.RequestProtocolVersion(ctx), "requestCapabilities", fmt.Sprintf("%+v", caps))
-	return ctx
+	return nil
 }

@@ -73,7 +73,8 @@ func (s *Server) launchJob(ctx context.Context, tool run.Tool, call run.Call) (j
 	job, err := s.opts.Jobs.StartFor(stop, s.owner(ctx), string(tool), func(jctx context.Context, progress func(string)) (json.RawMessage, bool) {
 		defer done()
 		lj.started(progress)
-		r := s.opts.Runner.Do(s.jobContext(ctx, jctx, lj), call, progress)
+		call.Ask, call.Steer = s.jobAsk(ctx, lj), lj.steer
+		r := s.opts.Runner.Do(jctx, call, progress)
 		if left := s.live.finish(lj); len(left) > 0 {
 			r.Warnings = append(r.Warnings, undelivered(left))
 		}

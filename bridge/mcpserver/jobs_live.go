@@ -174,15 +174,14 @@ func (l *live) finish(lj *liveJob) []string {
 	return lj.steer.Close()
 }
 
-// jobContext is the context a background run gets: its steer queue, and its way to ask the user
-// — elicitation when the starting request's stdio client has it, else questions kept on the job.
-func (s *Server) jobContext(start, ctx context.Context, lj *liveJob) context.Context {
-	ctx = run.WithSteer(ctx, lj.steer)
+// jobAsk is a background run's way to ask the user: elicitation when the starting request's
+// stdio client has it, else questions kept on the job.
+func (s *Server) jobAsk(start context.Context, lj *liveJob) run.AskFunc {
 	// Over HTTP the starting request's stream is closed by then: the job keeps its questions.
 	if session := elicitSession(start); session != nil && !s.http.Load() {
-		return run.WithAsk(ctx, s.elicitAsk(session))
+		return s.elicitAsk(session)
 	}
-	return run.WithAsk(ctx, lj.ask)
+	return lj.ask
 }
 
 // undelivered is the warning for steer messages a job's run never took.

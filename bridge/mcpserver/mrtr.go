@@ -104,7 +104,8 @@ func (s *Server) parkedCall(ctx context.Context, tool run.Tool, call run.Call, p
 	go func() {
 		defer stopLife()
 		defer cancel()
-		pr.done <- s.opts.Runner.Do(run.WithAsk(rctx, pr.ask), call, pr.report)
+		call.Ask = pr.ask
+		pr.done <- s.opts.Runner.Do(rctx, call, pr.report)
 	}()
 	return s.await(ctx, tool, pr, p)
 }

@@ -201,7 +201,8 @@ func (s *Server) handler(tool run.Tool) server.ToolHandlerFunc {
 			return s.parkedCall(ctx, tool, call, p), nil
 		}
 		start := time.Now()
-		res := s.opts.Runner.Do(s.withAsk(ctx), call, p.Report)
+		call.Ask = s.askOf(ctx)
+		res := s.opts.Runner.Do(ctx, call, p.Report)
 		p.Close()
 		if s.http.Load() {
 			p.settle(s.opts.Quiet)

@@ -34,25 +34,11 @@ type Permission struct {
 // must return soon after ctx ends (the request's timeout, or the turn's end).
 type AskFunc func(ctx context.Context, p Permission) (allow bool, reason string)
 
-type askKey struct{}
-
-// WithAsk gives the calls run with ctx a way to ask the user.
-func WithAsk(ctx context.Context, ask AskFunc) context.Context {
-	return context.WithValue(ctx, askKey{}, ask)
-}
-
-// caller is what the caller of Do lends a running call through its ctx (WithAsk, WithSteer): a
-// way to ask the user about a tool call (nil: no one to ask) and the call's steer queue (nil:
-// none). Read once, when the call begins.
+// caller is what the caller of Do lends a running call (Call.Ask, Call.Steer), read once when
+// the call begins.
 type caller struct {
 	ask   AskFunc
 	steer *Steer
-}
-
-func callerOf(ctx context.Context) caller {
-	ask, _ := ctx.Value(askKey{}).(AskFunc)
-	steer, _ := ctx.Value(steerKey{}).(*Steer)
-	return caller{ask: ask, steer: steer}
 }
 
 // next is the steer message waiting for the next turn boundary (false: none), nil without a queue.

@@ -67,7 +67,8 @@ func (k *call) withSettings(ctx context.Context) (Result, bool) {
 	k.prep.hold = sr
 	k.warnings = append(k.warnings, warns...)
 	res, written := k.attempts(ctx)
-	ectx, cancel := epilogue(ctx)
+	// The hold ends on every path, whatever became of the call: on its own bound, not the call's.
+	ectx, cancel := epilogue(context.Background())
 	defer cancel()
 	res.Warnings = append(res.Warnings, k.r.cfg.Settings.End(ectx, sr)...)
 	return res, written
@@ -205,7 +206,7 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, deadli
 		after, err = k.prep.dockerSpec(ctx, &spec, &req, &a)
 	} else {
 		exec = k.r.cfg.Host
-		after, err = k.prep.hostSpec(ctx, &spec, &req, &a)
+		after, err = k.prep.hostSpec(&spec, &req, &a)
 	}
 	if after != nil {
 		defer after()

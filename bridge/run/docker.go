@@ -39,7 +39,7 @@ func (p *prep) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	a.warn(cp.Warnings...)
 	// A copy the session's kept container may go on using stays in the dir its agent owns, which
 	// removes it when the container ends (or the attempt when it is not kept).
-	cleanup := func() { p.mergeBack(ctx, cp, a, !live); release() }
+	cleanup := func() { p.mergeBack(cp, a, !live); release() }
 	p.watchCopy(cp) // a token the run refreshes is a secret of the call
 
 	req.DataDir = cp.Dir

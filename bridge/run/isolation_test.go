@@ -230,7 +230,7 @@ func TestLearnedSecrets(t *testing.T) {
 	if err := os.WriteFile(cp.SettingsPath, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k.mergeBack(t.Context(), cp, &a, true)
+	k.mergeBack(cp, &a, true)
 	for _, v := range []string{"fresh-token-0123456789", "token-the-run-wrote-0123456789"} {
 		if got := k.red.Text("answer: " + v); strings.Contains(got, v) {
 			t.Errorf("%q was not learned: %q", v, got)

@@ -41,7 +41,7 @@ type warned struct{ userCode, textLink, version, open bool }
 // hostSpec fills the spec for a run on this machine. A run with a provider/model override gets a
 // private copy of the settings (settings.HostCopy) as CLINE_PROVIDER_SETTINGS_PATH; the returned
 // cleanup merges refreshed credentials back (settings.MergeAllowed) and deletes the copy.
-func (p *prep) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Request, a *attempt) (func(), error) {
+func (p *prep) hostSpec(spec *sandbox.Spec, req *cline.Request, a *attempt) (func(), error) {
 	path, err := p.r.cfg.ClinePath()
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (p *prep) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 			return nil, fmt.Errorf("copy Cline's settings for the override: %w", err)
 		}
 		a.warn(cp.Warnings...)
-		cleanup = func() { p.mergeBack(ctx, cp, a, true) }
+		cleanup = func() { p.mergeBack(cp, a, true) }
 		extra["CLINE_PROVIDER_SETTINGS_PATH"] = cp.SettingsPath
 		// The CLI on this machine refreshes its token in the copy.
 		p.watchCopy(cp)
@@ -88,15 +88,16 @@ func (p *prep) hostSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Requ
 // mergeBack brings the refreshed credentials of a host run's private copy home (a container's copy
 // brings none), learns the credential values the copy held, and deletes the copy, which holds keys
 // (discard; else its owner does: a live session's kept container, livesession.go).
-// It runs on every path, on a ctx a cancel does not end: a refreshed token is the user's, whatever
-// became of the call. A container retry of a default host call merges under this call's own hold.
-func (p *prep) mergeBack(ctx context.Context, cp *settings.Copy, a *attempt, discard bool) {
+// It runs on every path and belongs to no call's lifetime: a refreshed token is the user's, whatever
+// became of the call, so only its own bound (epilogueTimeout) ends it. A container retry of a
+// default host call merges under this call's own hold.
+func (p *prep) mergeBack(cp *settings.Copy, a *attempt, discard bool) {
 	st := p.r.cfg.Settings
 	// Whatever credential the copy holds now is a secret of this call, merged back or not.
 	if b, err := st.ReadBack(cp); err == nil {
 		p.red.learnJSON(b, true)
 	}
-	ectx, cancel := epilogue(ctx)
+	ectx, cancel := epilogue(context.Background())
 	defer cancel()
 	a.warn(st.MergeAllowed(ectx, cp, p.hold)...)
 	if !discard {

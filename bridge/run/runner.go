@@ -245,7 +245,7 @@ func (r *Runner) Do(ctx context.Context, c Call, progress Progress) Result {
 	// Every progress message leaves through the call's redactor, with what it knows by then.
 	k.progress = func(m string) { progress(k.red.Text(m)) }
 	k.prep = &prep{Call: &k.Call, r: r, red: k.red, engine: k.engine, budget: k.budget, progress: k.progress,
-		allowOnly: allowOnly, caller: callerOf(ctx)}
+		allowOnly: allowOnly, caller: caller{ask: c.Ask, steer: c.Steer}}
 	var res Result
 	if refused != nil {
 		res = k.fail(refused.kind, refused.msg, false)

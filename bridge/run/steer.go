@@ -1,7 +1,6 @@
 package run
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -73,11 +72,4 @@ func (s *Steer) Close() []string {
 	left := s.queue
 	s.queue = nil
 	return left
-}
-
-type steerKey struct{}
-
-// WithSteer lets the calls run with ctx take steer messages from s.
-func WithSteer(ctx context.Context, s *Steer) context.Context {
-	return context.WithValue(ctx, steerKey{}, s)
 }

@@ -43,6 +43,11 @@ type Call struct {
 	// MaxCostUSD and MaxIterations are the call's spend limits (0: the server's, budget.go).
 	MaxCostUSD    float64
 	MaxIterations int
+	// Ask and Steer are what the caller lends the running call, read once when it begins: a way
+	// to ask the user about a tool call (nil: no one to ask; ask.go) and the call's steer queue
+	// (nil: none; steer.go).
+	Ask   AskFunc
+	Steer *Steer
 }
 
 // Override reports whether the call changes Cline's provider or model.
