@@ -120,12 +120,17 @@ func waitListening(addr string, bound time.Duration) error {
 // startFail reports a run that cannot start for want of its forwarder (framed on stdout and as
 // the termination message) and returns its exit status.
 func startFail(err error) int {
-	msg := fmt.Sprintf("%s %v", noForwarder, err)
+	return failed(fmt.Sprintf("%s %v", noForwarder, err), 125)
+}
+
+// failed frames msg on stdout (stream 2, as stderr), writes it as the termination message and
+// returns code.
+func failed(msg string, code int) int {
 	var mu sync.Mutex
 	fmt.Fprintln(framer{&mu, os.Stdout, 2}, msg)
 	if f, ferr := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0); ferr == nil {
 		_, _ = f.WriteString(msg)
 		_ = f.Close()
 	}
-	return 125
+	return code
 }

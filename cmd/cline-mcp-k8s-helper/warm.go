@@ -97,12 +97,5 @@ func readLine(r io.Reader, limit int) ([]byte, error) {
 // notStarted reports a program that cannot start in the run's environment or directory as run
 // reports one it cannot execute, and returns 126.
 func notStarted(err error) int {
-	msg := fmt.Sprintf("%s %v", startFailed, err)
-	var mu sync.Mutex
-	fmt.Fprintln(framer{&mu, os.Stdout, 2}, msg)
-	if f, ferr := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0); ferr == nil {
-		_, _ = f.WriteString(msg)
-		_ = f.Close()
-	}
-	return 126
+	return failed(fmt.Sprintf("%s %v", startFailed, err), 126)
 }

@@ -40,30 +40,20 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 	// the server with SIGPIPE halfway through stopping Cline and merging settings back for the
 	// calls still running.
 	signal.Ignore(syscall.SIGPIPE)
-	store, err := sessionStore(cfg)
+	b, err := startBackend(ctx, cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	jobStore, err := jobStore(cfg, log)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return 1
-	}
-	runner, cleanup, err := buildRunner(ctx, cfg, log, store)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return 1
-	}
-	defer cleanup()
+	defer b.cleanup()
 	srv := mcpserver.New(mcpserver.Options{
 		Version:   currentVersion(),
-		Runner:    runner,
+		Runner:    b.runner,
 		Floor:     sandbox.Isolation(cfg.isolation),
 		Logger:    log,
 		Heartbeat: cfg.heartbeat,
-		Sessions:  store,
-		Jobs:      jobStore,
+		Sessions:  b.sessions,
+		Jobs:      b.jobs,
 
 		ResultMaxChars: cfg.resultMax,
 		AskUser:        cfg.askCommands,
@@ -72,7 +62,7 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 	err = srv.Serve(ctx, stdin, stdout)
 	// Background jobs end with the session: cancelled, after their runs' cleanup.
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-	jobStore.Stop(stopCtx)
+	b.jobs.Stop(stopCtx)
 	stopCancel()
 	if err != nil && ctx.Err() == nil {
 		log.Error("stdio session ended", "err", err)
@@ -80,6 +70,31 @@ func serve(ctx context.Context, cfg *config, log *slog.Logger, stdin io.Reader, 
 	}
 	log.Info("stdio session closed")
 	return 0
+}
+
+// backend is what either transport serves: the runner and the job and session stores; cleanup
+// stops the runner's executors and sweepers.
+type backend struct {
+	runner   *run.Runner
+	jobs     *jobs.Store
+	sessions *sessions.Store
+	cleanup  func()
+}
+
+func startBackend(ctx context.Context, cfg *config, log *slog.Logger) (backend, error) {
+	js, err := jobStore(cfg, log)
+	if err != nil {
+		return backend{}, err
+	}
+	sess, err := sessionStore(cfg)
+	if err != nil {
+		return backend{}, err
+	}
+	runner, cleanup, err := buildRunner(ctx, cfg, log, sess)
+	if err != nil {
+		return backend{}, err
+	}
+	return backend{runner: runner, jobs: js, sessions: sess, cleanup: cleanup}, nil
 }
 
 // buildRunner wires executors, settings, git and the runner, and starts the sweepers that

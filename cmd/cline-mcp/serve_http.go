@@ -89,22 +89,12 @@ func serveHTTP(ctx context.Context, cfg *config, log *slog.Logger) int {
 		}
 		checkTenants(tokens.Tenants(), cfg.maxConcurrent, log)
 	}
-	jobStore, err := jobStore(cfg, log)
+	b, err := startBackend(ctx, cfg, log)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	store, err := sessionStore(cfg)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return 1
-	}
-	runner, cleanup, err := buildRunner(ctx, cfg, log, store)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return 1
-	}
-	defer cleanup()
+	defer b.cleanup()
 	ln, err := net.Listen("tcp", cfg.service.addr)
 	if err != nil {
 		log.Error("cannot start", "err", err)
@@ -115,7 +105,7 @@ func serveHTTP(ctx context.Context, cfg *config, log *slog.Logger) int {
 		auth = tokens
 	}
 	// The day's spend is kept beside the jobs (the job store reads only its own ids there).
-	adm := &service.Admission{SpendFile: filepath.Join(jobStore.Dir, "service-spend.json"), Log: log.With("component", "admission")}
+	adm := &service.Admission{SpendFile: filepath.Join(b.jobs.Dir, "service-spend.json"), Log: log.With("component", "admission")}
 	repos := &service.Repos{Dir: cfg.service.repoCache, MaxBundle: cfg.service.maxBundle}
 	for _, h := range strings.Split(cfg.service.repoHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
@@ -123,10 +113,10 @@ func serveHTTP(ctx context.Context, cfg *config, log *slog.Logger) int {
 		}
 	}
 	if repos.Dir == "" {
-		repos.Dir = filepath.Join(jobStore.Dir, "service-repos")
+		repos.Dir = filepath.Join(b.jobs.Dir, "service-repos")
 	}
 	repos.Sweep() // checkouts left by a service that stopped
-	h := httpService(ctx, httpParts{cfg: cfg, log: log, inner: runner, jobs: jobStore, auth: auth, admission: adm, repos: repos})
+	h := httpService(ctx, httpParts{cfg: cfg, log: log, inner: b.runner, jobs: b.jobs, auth: auth, admission: adm, repos: repos})
 	// Requests live in ctx: a signal cancels the calls in flight (their runs clean up) instead of
 	// Shutdown waiting for them to finish.
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
@@ -144,7 +134,7 @@ func serveHTTP(ctx context.Context, cfg *config, log *slog.Logger) int {
 	stopCtx, stopCancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 	defer stopCancel()
 	_ = hs.Shutdown(stopCtx)
-	jobStore.Stop(stopCtx)
+	b.jobs.Stop(stopCtx)
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("HTTP service stopped", "err", err)
 		return 1

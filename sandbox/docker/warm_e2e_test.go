@@ -50,20 +50,42 @@ func warmCall(t *testing.T, e *Executor, dir, checkout, n string) (sandbox.Exit,
 		t.Fatal(err)
 	}
 	out, errOut := newWatchBuffer(), newWatchBuffer()
-	spec := sandbox.Spec{
-		Path: "/bin/sh", Args: []string{"-c", warmScript},
-		Env:    []string{"CALL_DIR=" + dir, "CALL_VAR=" + n},
-		Dir:    checkout,
-		Stdout: out, Stderr: errOut,
-		Mounts: []sandbox.Mount{{Source: dir, Target: dir}, {Source: checkout, Target: checkout, ReadOnly: true}},
-		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 16}},
-		Labels: map[string]string{testLabel: t.Name()},
-	}
+	spec := callSpec(t, dir, checkout, "/bin/sh", "-c", warmScript)
+	spec.Env = []string{"CALL_DIR=" + dir, "CALL_VAR=" + n}
+	spec.Stdout, spec.Stderr = out, errOut
 	x, err := e.Run(t.Context(), spec)
 	if err != nil || x.Code != 0 {
 		t.Fatalf("Run %s: %+v, %v; stderr %q", n, x, err, errOut.String())
 	}
 	return x, out.String()
+}
+
+// callSpec is a call of path args in the checkout, read-only, with its private dir dir (a
+// read-write mount at its own path, like the bridge's settings copy) and a small /tmp.
+func callSpec(t *testing.T, dir, checkout, path string, args ...string) sandbox.Spec {
+	return sandbox.Spec{
+		Path: path, Args: args, Dir: checkout,
+		Mounts: []sandbox.Mount{{Source: dir, Target: dir}, {Source: checkout, Target: checkout, ReadOnly: true}},
+		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 16}},
+		Labels: map[string]string{testLabel: t.Name()},
+	}
+}
+
+// claimWarm makes e's pool learn the calls' shape from one cold call, waits for its warm
+// container and reserves that container's slot until the test ends: the pool's container ids
+// then, and the call's private dir in the slot (made, empty).
+func claimWarm(t *testing.T, e *Executor, base, checkout string) (ids []string, dir string) {
+	t.Helper()
+	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
+	waitWarm(t, e, 1)
+	ids = warmIDs(t, e)
+	slot, release := e.WarmSlot()
+	t.Cleanup(release)
+	dir = filepath.Join(slot, "copy")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return ids, dir
 }
 
 // waitWarm waits until the pool holds n started containers (bounded, not timed: a pool that
@@ -152,12 +174,7 @@ func TestWarmReportEqualsCold(t *testing.T) {
 	base, checkout := t.TempDir(), t.TempDir()
 	e := newWarmExecutor(t, base)
 	cold := newTestExecutor(t, WithImage(fakeImage), WithEgress(Egress{Mode: EgressNone}))
-	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	slot, release := e.WarmSlot()
-	defer release()
-	dir := filepath.Join(slot, "copy")
+	ids, dir := claimWarm(t, e, base, checkout)
 	xw, outW := warmCall(t, e, dir, checkout, "w")
 	if len(ids) != 1 || !strings.HasPrefix(ids[0], strings.SplitN(outW, "\n", 2)[0]) {
 		t.Fatalf("the call did not run warm (%v):\n%s", ids, outW)
@@ -247,25 +264,12 @@ func TestWarmRemoveOwn(t *testing.T) {
 func TestWarmCallStopped(t *testing.T) {
 	base, checkout := t.TempDir(), t.TempDir()
 	e := newWarmExecutor(t, base)
-	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	slot, release := e.WarmSlot()
-	defer release()
-	dir := filepath.Join(slot, "copy")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ids, dir := claimWarm(t, e, base, checkout)
 	stdin, feed := io.Pipe()
 	defer feed.Close()
 	out := newWatchBuffer()
-	spec := sandbox.Spec{
-		Path: "/bin/sh", Args: []string{"-c", "echo started; cat"}, Dir: checkout,
-		Stdin: stdin, Stdout: out, Stderr: io.Discard, StopGrace: time.Second,
-		Mounts: []sandbox.Mount{{Source: dir, Target: dir}, {Source: checkout, Target: checkout, ReadOnly: true}},
-		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 16}},
-		Labels: map[string]string{testLabel: t.Name()},
-	}
+	spec := callSpec(t, dir, checkout, "/bin/sh", "-c", "echo started; cat")
+	spec.Stdin, spec.Stdout, spec.Stderr, spec.StopGrace = stdin, out, io.Discard, time.Second
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() { <-out.seen("started"); cancel() }()
 	x, err := e.Run(ctx, spec)
@@ -306,12 +310,7 @@ func TestWarmProviderEgress(t *testing.T) {
 	eg := WithEgress(Egress{Mode: EgressProvider, Image: mcpsession.EgressImage})
 	e := newWarmExecutor(t, base, eg, WithNetwork("bridge"))
 	cold := newTestExecutor(t, WithImage(fakeImage), eg, WithNetwork("bridge"))
-	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	slot, release := e.WarmSlot()
-	defer release()
-	dir := filepath.Join(slot, "copy")
+	ids, dir := claimWarm(t, e, base, checkout)
 	xw, out := warmCall(t, e, dir, checkout, "w")
 	if len(ids) != 1 || !strings.HasPrefix(ids[0], strings.SplitN(out, "\n", 2)[0]) || !strings.Contains(out, "proxy=set") {
 		t.Fatalf("not a warm call through the forwarder (%v):\n%s", ids, out)

@@ -40,23 +40,11 @@ func TestWarmLaunchExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newWarmExecutor(t, base)
-	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	slot, release := e.WarmSlot()
-	defer release()
-	dir := filepath.Join(slot, "copy")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ids, dir := claimWarm(t, e, base, checkout)
 	out, errOut := newWatchBuffer(), newWatchBuffer()
-	spec := sandbox.Spec{
-		Path: "/bin/sh", Args: []string{"-c", launchProbe}, Env: []string{"X=" + launchPayload, "CALL_DIR=" + dir},
-		Dir: checkout, Stdin: strings.NewReader("first line\nsecond line\n"), Stdout: out, Stderr: errOut,
-		Mounts: []sandbox.Mount{{Source: dir, Target: dir}, {Source: checkout, Target: checkout, ReadOnly: true}},
-		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 16}},
-		Labels: map[string]string{testLabel: t.Name()},
-	}
+	spec := callSpec(t, dir, checkout, "/bin/sh", "-c", launchProbe)
+	spec.Env = []string{"X=" + launchPayload, "CALL_DIR=" + dir}
+	spec.Stdin, spec.Stdout, spec.Stderr = strings.NewReader("first line\nsecond line\n"), out, errOut
 	var started *sandbox.ContainerReport
 	spec.Started = func(r sandbox.ContainerReport) { started = &r }
 	x, err := e.Run(t.Context(), spec)
@@ -92,23 +80,11 @@ echo left`
 func TestWarmLeftoverEndsWithTheCLI(t *testing.T) {
 	base, checkout := t.TempDir(), t.TempDir()
 	e := newWarmExecutor(t, base)
-	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	slot, release := e.WarmSlot()
-	defer release()
-	dir := filepath.Join(slot, "copy")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ids, dir := claimWarm(t, e, base, checkout)
 	out, errOut := newWatchBuffer(), newWatchBuffer()
-	spec := sandbox.Spec{
-		Path: "/bin/sh", Args: []string{"-c", leftoverScript}, Env: []string{"CALL_DIR=" + dir},
-		Dir: checkout, Stdout: out, Stderr: errOut,
-		Mounts: []sandbox.Mount{{Source: dir, Target: dir}, {Source: checkout, Target: checkout, ReadOnly: true}},
-		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 16}},
-		Labels: map[string]string{testLabel: t.Name()},
-	}
+	spec := callSpec(t, dir, checkout, "/bin/sh", "-c", leftoverScript)
+	spec.Env = []string{"CALL_DIR=" + dir}
+	spec.Stdout, spec.Stderr = out, errOut
 	x, err := e.Run(t.Context(), spec)
 	if err != nil || x.Code != 0 || !strings.Contains(out.String(), "left") {
 		t.Fatalf("Run: %+v %v; output %q, stderr %q", x, err, out.String(), errOut.String())
@@ -137,21 +113,8 @@ func TestWarmLeftoverEndsWithTheCLI(t *testing.T) {
 func TestWarmMissingExecutable(t *testing.T) {
 	base, checkout := t.TempDir(), t.TempDir()
 	e := newWarmExecutor(t, base)
-	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	slot, release := e.WarmSlot()
-	defer release()
-	dir := filepath.Join(slot, "copy")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	spec := sandbox.Spec{
-		Path: "/usr/local/bin/no-such-cli", Dir: checkout,
-		Mounts: []sandbox.Mount{{Source: dir, Target: dir}, {Source: checkout, Target: checkout, ReadOnly: true}},
-		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 16}},
-		Labels: map[string]string{testLabel: t.Name()},
-	}
+	ids, dir := claimWarm(t, e, base, checkout)
+	spec := callSpec(t, dir, checkout, "/usr/local/bin/no-such-cli")
 	x, err := e.Run(t.Context(), spec)
 	var le *sandbox.LaunchError
 	if !errors.As(err, &le) || !le.Missing || le.Op != "docker stat" {

@@ -5,7 +5,6 @@ package docker
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
-
-	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 // pending is how many warm containers the pool holds ready or is making.
@@ -47,24 +44,11 @@ func TestWarmRefillAfterTheCall(t *testing.T) {
 	base, checkout := t.TempDir(), t.TempDir()
 	e := newWarmExecutor(t, base)
 	e.warm.refillDelay = time.Hour // only the end of the call starts the replacement
-	warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	slot, release := e.WarmSlot()
-	defer release()
-	dir := filepath.Join(slot, "copy")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	ids, dir := claimWarm(t, e, base, checkout)
 	out := newWatchBuffer()
 	during := -1
-	spec := sandbox.Spec{
-		Path: "/bin/sh", Args: []string{"-c", "hostname"}, Dir: checkout,
-		Stdout: &firstWrite{w: out, first: func() { during = pending(e) }}, Stderr: io.Discard,
-		Mounts: []sandbox.Mount{{Source: dir, Target: dir}, {Source: checkout, Target: checkout, ReadOnly: true}},
-		Tmpfs:  []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 16}},
-		Labels: map[string]string{testLabel: t.Name()},
-	}
+	spec := callSpec(t, dir, checkout, "/bin/sh", "-c", "hostname")
+	spec.Stdout, spec.Stderr = &firstWrite{w: out, first: func() { during = pending(e) }}, io.Discard
 	x, err := e.Run(t.Context(), spec)
 	host := strings.TrimSpace(out.String())
 	if err != nil || x.Code != 0 || host == "" || len(ids) != 1 || !strings.HasPrefix(ids[0], host) {
