@@ -99,24 +99,54 @@ func (c *Cluster) RemoveAgentSandbox(t testing.TB) {
 		t.Fatal(err)
 	}
 	var names []string
+	var served []schema.GroupVersionResource
 	for _, crd := range list.Items {
 		if g, _, _ := unstructured.NestedString(crd.Object, "spec", "group"); strings.HasSuffix(g, "agents.x-k8s.io") {
 			names = append(names, crd.GetName())
+			served = append(served, crdResources(crd)...)
 			if err := dyn.Resource(crdGVR).Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				t.Fatal(err)
 			}
 		}
 	}
 	for _, n := range names {
-		for {
-			if _, err := dyn.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("CRD %s is still there", n)
-			}
-			time.Sleep(100 * time.Millisecond)
+		waitGone(t, ctx, "CRD "+n, func() error { _, err := dyn.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{}); return err })
+	}
+	// The API server serves a deleted CRD's resources a moment longer than the object lives: until
+	// then a create is refused "while custom resource definition is terminating". Gone means a
+	// list of each resource is not found.
+	for _, r := range served {
+		waitGone(t, ctx, "resource "+r.String(), func() error {
+			_, err := dyn.Resource(r).List(ctx, metav1.ListOptions{Limit: 1})
+			return err
+		})
+	}
+}
+
+// crdResources are the resources a CRD serves, one per served version.
+func crdResources(crd unstructured.Unstructured) []schema.GroupVersionResource {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []schema.GroupVersionResource
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if name, _ := m["name"].(string); name != "" && m["served"] == true {
+			out = append(out, schema.GroupVersionResource{Group: group, Version: name, Resource: plural})
 		}
+	}
+	return out
+}
+
+// waitGone polls get until it answers not found (100 ms apart), failing the test when ctx ends
+// first.
+func waitGone(t testing.TB, ctx context.Context, what string, get func() error) {
+	t.Helper()
+	for !apierrors.IsNotFound(get()) {
+		if ctx.Err() != nil {
+			t.Fatalf("%s is still there", what)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -87,11 +87,16 @@ func newASBPool(n int, dyn dynamic.Interface) *asbPool {
 }
 
 // asbError is err of an agent-sandbox request: a LaunchError with a hint when the cluster does
-// not serve the resource (agent-sandbox not installed) or refuses it.
+// not serve the resource (agent-sandbox not installed, or its CRDs being deleted) or refuses it.
 func (e *Executor) asbError(what string, err error) error {
 	var missing *meta.NoKindMatchError
 	if apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource") || errors.As(err, &missing) {
 		return &sandbox.LaunchError{Op: what, Err: fmt.Errorf("the cluster does not serve agent-sandbox: %w", err), Hint: asbHint}
+	}
+	// The API server's refusal while agent-sandbox's CRDs are being deleted: uninstalled, not a
+	// missing permission.
+	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "custom resource definition is terminating") {
+		return &sandbox.LaunchError{Op: what, Err: fmt.Errorf("agent-sandbox is being removed from the cluster: %w", err), Hint: asbHint}
 	}
 	if apierrors.IsForbidden(err) {
 		return &sandbox.LaunchError{Op: what, Err: err, Hint: fmt.Sprintf("the server's Kubernetes account may not %s in namespace %s: see the agent-sandbox RBAC of docs/kubernetes.md", what, e.cfg.Namespace)}

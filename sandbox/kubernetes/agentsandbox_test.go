@@ -1,9 +1,13 @@
 package kubernetes
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/cline-mcp/cline-mcp/sandbox"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
 
@@ -51,6 +55,27 @@ func TestAPIGroup(t *testing.T) {
 	for _, n := range asbNeeds {
 		if n[1] != "pods" && apiGroup(n[1]) == "" {
 			t.Errorf("%v has no group", n)
+		}
+	}
+}
+
+// TestASBError: a resource the cluster does not serve, and the API server's refusal while the
+// CRDs are being deleted, are agent-sandbox missing (the install hint); any other refusal is a
+// missing permission (the RBAC hint).
+func TestASBError(t *testing.T) {
+	e := &Executor{cfg: Config{Namespace: "ns"}}
+	gr := schema.GroupResource{Group: "extensions.agents.x-k8s.io", Resource: "sandboxtemplates"}
+	for _, c := range []struct {
+		err  error
+		hint string
+	}{
+		{apierrors.NewGenericServerResponse(404, "POST", gr, "", "the server could not find the requested resource", 0, false), "install agent-sandbox"},
+		{apierrors.NewForbidden(gr, "t", errors.New("create not allowed while custom resource definition is terminating")), "install agent-sandbox"},
+		{apierrors.NewForbidden(gr, "t", errors.New(`User "x" cannot create resource`)), "RBAC"},
+	} {
+		var le *sandbox.LaunchError
+		if err := e.asbError("create sandboxtemplates", c.err); !errors.As(err, &le) || !strings.Contains(le.Hint, c.hint) {
+			t.Errorf("%v: got %v, want a LaunchError with a hint containing %q", c.err, err, c.hint)
 		}
 	}
 }
