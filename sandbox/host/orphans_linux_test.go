@@ -60,12 +60,32 @@ func shGroup(t *testing.T, script string, env ...string) (*exec.Cmd, []int) {
 				p, _ := strconv.Atoi(l)
 				pids = append(pids, p)
 			}
+			waitExecSleep(t, pids)
 			return cmd, pids
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("the script's children never reported their pids")
 	return nil, nil
+}
+
+// waitExecSleep waits until each pid runs sleep itself: `$!` is known as soon as the shell
+// forks, while the environment the sweep reads is the one of the last exec, so a child read
+// before `env` has exec'd sleep would still show its shell's environment.
+func waitExecSleep(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		for try := 0; ; try++ {
+			b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if argv0, _, _ := strings.Cut(string(b), "\x00"); argv0 == "sleep" {
+				break
+			}
+			if try == 500 {
+				t.Fatalf("pid %d never ran sleep (cmdline %q)", pid, b)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 func running(pid int) bool {
