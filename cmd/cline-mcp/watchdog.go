@@ -75,6 +75,7 @@ func watchdog(args []string, stderr io.Writer) int {
 		return ex.RemoveOwn(ctx)
 	})
 	if !orderly {
+		waitServerGone(*instance, serverExitWait)
 		sweepWorktrees(cfg, log)
 	}
 	return 0
@@ -90,6 +91,23 @@ func sweepWorktrees(cfg *config, log *slog.Logger) {
 		log.Warn("worktree sweep", "err", err)
 	}
 	log.Info("removed the worktrees of owners that are gone", "count", len(removed))
+}
+
+// serverExitWait bounds how long the watchdog waits for the dead server's process to be gone.
+const serverExitWait = 10 * time.Second
+
+// waitServerGone waits until the server of instance id runs no more (exited, or a zombie), at most
+// limit. The lifeline closes while the exiting process closes its files, a moment before the
+// process itself is gone; the worktree sweep judges owners by their process, and would keep the
+// dead server's worktree as in use.
+func waitServerGone(id string, limit time.Duration) {
+	in, ok := proc.ParseInstance(id)
+	if !ok || in.Host != proc.Self().Host {
+		return
+	}
+	for end := time.Now().Add(limit); !proc.Gone(in.PID, in.Start) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // instancePID is the pid in an instance id (0 when it is not one).
