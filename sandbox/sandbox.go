@@ -152,6 +152,9 @@ type Spec struct {
 	// provider at ProviderProxyURL and carry a placeholder instead. An executor that cannot
 	// keep it outside (no egress proxy) refuses the Spec instead of passing it in.
 	Credential *Credential
+	// NotWarm says that no later run can take a warm container of this run's shape (a
+	// conversation's, whose data dir is its own): the executor does not keep containers of it.
+	NotWarm bool
 	// Started, when set, is told what the container was created with, before it starts (what
 	// Exit.Container carries at the end): a run that outlives its call reports it early.
 	Started func(ContainerReport)

@@ -44,6 +44,8 @@ type attempt struct {
 	// shape is a Docker turn's fingerprint when its container may be kept for the session's next
 	// turn (livesession.go), else "".
 	shape string
+	// spare makes the spare agents of a Docker conversation's first turn (spare.go), or nil.
+	spare func(sandbox.Spec) (engine.Spare, error)
 }
 
 func (a *attempt) warn(w ...string) { a.warnings = append(a.warnings, w...) }
@@ -226,6 +228,9 @@ func (k *call) attempt(ctx context.Context, iso sandbox.Isolation, n int, deadli
 	a.ran, a.exit, a.toolCalls, a.verdict = f.Ran, f.Exit, f.ToolCalls, f.Verdict
 	a.warn(f.Warnings...)
 	a.written = f.MayHaveWritten
+	if f.DataDir != "" {
+		k.adoptDataDir(f.DataDir)
+	}
 	if f.Kept && iso.Container() {
 		k.r.layouts.put(f.SessionID, k.prep.space.record())
 		k.progress(fmt.Sprintf("attempt %d: the container is kept for this session's next turn", n))

@@ -81,6 +81,7 @@ func (p *prep) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 		}
 		spec.Mounts = append(spec.Mounts, ms...)
 		extra["CLINE_DATA_DIR"] = p.sess.data
+		spec.NotWarm = true // a warm container never has a session's data dir (warmSlot)
 	}
 	spec.Tmpfs = []sandbox.Tmpfs{{Target: "/tmp", SizeMB: 512}, {Target: containerHome, SizeMB: 256}}
 	spec.Path = p.r.cfg.DockerCline
@@ -90,7 +91,8 @@ func (p *prep) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Dir = p.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(p.Tool)}
 	if live && spec.Credential == nil {
-		a.shape = shapeOf(*spec, cp.Dir)
+		a.shape = shapeOf(*spec, cp.Dir, p.sess.data)
+		a.spare = p.spareMaker(a, spec, cp.Dir)
 	}
 	return cleanup, nil
 }

@@ -50,7 +50,7 @@ func (k *call) turn(a *attempt, exec sandbox.Executor, spec sandbox.Spec) engine
 	t.Dir, t.SessionID, t.Model, t.Thinking = k.prep.dir, k.SessionID, k.Model, k.Thinking
 	t.DataDir = k.prep.dataDir(a.iso, spec)
 	t.Provider = a.provider
-	t.KeepAs, t.Shape = k.prep.keepAs(a.iso), a.shape
+	t.KeepAs, t.Shape, t.Spare = k.prep.keepAs(a.iso), a.shape, a.spare
 	t.Steer = k.prep.caller.next()
 	return t
 }

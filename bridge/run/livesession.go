@@ -103,11 +103,16 @@ func (p *prep) copyDir(a *attempt) (dir string, release func(), live bool, err e
 	return own, func() {}, true, nil
 }
 
-// shapeOf is the fingerprint of a container spec without the call's own settings-copy dir:
-// executable, arguments, environment, directory, mounts, tmpfs, labels, user and egress. Two
-// turns of a session with the same shape may share a container.
-func shapeOf(spec sandbox.Spec, copyDir string) string {
-	own := func(s string) string { return strings.ReplaceAll(s, copyDir, "\x00copy") }
+// shapeOf is the fingerprint of a container spec without the call's own settings-copy dir and
+// session data dir: executable, arguments, environment, directory, mounts, tmpfs, labels, user
+// and egress. Two turns of a session with the same shape may share a container, and a spare
+// agent (spare.go) made from one call's spec has the shape of the next such call.
+func shapeOf(spec sandbox.Spec, copyDir, dataDir string) string {
+	pairs := []string{copyDir, "\x00copy"}
+	if dataDir != "" {
+		pairs = append(pairs, dataDir, "\x00data")
+	}
+	own := strings.NewReplacer(pairs...).Replace
 	var b strings.Builder
 	field := func(parts ...string) {
 		for _, s := range parts {

@@ -102,6 +102,9 @@ type Config struct {
 	// WarmIdle for how long an unused one is kept (0: 5 minutes).
 	WarmAgents int
 	WarmIdle   time.Duration
+	// Spares is how many spare ACP processes are started ahead for the first turns of Docker
+	// conversations (spare.go; 0: none): the server's warm containers (--docker-warm).
+	Spares int
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
 	SeedPolicy bool
@@ -178,6 +181,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.WarmIdle = 5 * time.Minute
 	}
 	acpEngine := engine.NewACP(cfg.WarmAgents, cfg.WarmIdle, cfg.Logger)
+	acpEngine.KeepSpares(cfg.Spares)
 	var eng engine.Engine = engine.JSON{}
 	switch cfg.Protocol {
 	case "", ProtocolJSON:

@@ -116,6 +116,15 @@ func (k *call) planSession() *failure {
 	return nil
 }
 
+// adoptDataDir makes the data dir a spare agent brought (spare.go) the new session's: the one
+// made for this call was never used.
+func (k *call) adoptDataDir(dir string) {
+	if k.prep.sess.fresh && k.prep.sess.data != dir {
+		_ = os.RemoveAll(k.prep.sess.data)
+	}
+	k.prep.sess.data, k.prep.sess.fresh = dir, true
+}
+
 // recordSession writes the session the call's last attempt ran in (new or continued) and puts its
 // id and turn into the result; a fresh container data dir whose session never started is removed.
 func (k *call) recordSession(res *Result, id string) {

@@ -114,7 +114,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dockerMemory, "docker-memory", "2g", "container memory limit (e.g. 512m, 2g)")
 	fs.Int64Var(&c.dockerPids, "docker-pids", 256, "container pids limit")
 	fs.Float64Var(&c.dockerCPUs, "docker-cpus", 2, "container CPU limit")
-	fs.IntVar(&c.dockerWarm, "docker-warm", 0, "started containers kept ready for Docker calls (0 to 16; each serves one call and is replaced)")
+	fs.IntVar(&c.dockerWarm, "docker-warm", 0, "started containers kept ready for Docker calls (0 to 16; each serves one call and is replaced; with the acp protocol also as many spare Cline processes for new conversations)")
 	fs.StringVar(&c.dockerCline, "docker-cline", "/usr/local/bin/cline", "path of the Cline executable inside the image")
 	fs.Var(&c.dockerEnv, "docker-env", "name of a server environment variable to pass into the container (repeatable), e.g. OPENAI_API_KEY")
 	c.k8s.register(fs)

@@ -202,6 +202,7 @@ func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, gitCLI *g
 		Protocol:       run.Protocol(cfg.protocol),
 		Sessions:       sess,
 		WarmAgents:     cfg.warmAgents,
+		Spares:         cfg.dockerWarm,
 		MaxCostUSD:     cfg.maxCost,
 		MaxIterations:  cfg.maxIterations,
 		WarmIdle:       cfg.warmIdle,

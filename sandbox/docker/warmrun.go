@@ -221,7 +221,7 @@ func (c *runContainer) kill(ctx context.Context, wait bool) {
 // learnSpec records spec's shape and the id of the image it ran for the warm pool (after a call,
 // so that the refill does not compete with it).
 func (e *Executor) learnSpec(spec sandbox.Spec, runID string, plan *runPlan, eg *runEgress, image string) {
-	if e.warm == nil || plan.copies != nil {
+	if e.warm == nil || plan.copies != nil || spec.NotWarm {
 		return
 	}
 	opts, err := e.createOptions(spec, runID, plan)

@@ -36,20 +36,31 @@ const (
 // session/cancel (bridge/acp), then closes stdin, then the executor stops the process. Steer
 // messages waiting when a turn ends by itself become the session's next turns (steer.go).
 type ACP struct {
-	pool *agents
-	log  *slog.Logger
+	pool   *agents
+	spares *spares
+	log    *slog.Logger
 }
 
 // NewACP is an ACP engine that keeps up to warm processes of host calls, each for idle.
 func NewACP(warm int, idle time.Duration, log *slog.Logger) *ACP {
-	return &ACP{pool: &agents{max: warm, idle: idle}, log: log}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &ACP{pool: &agents{max: warm, idle: idle}, spares: &spares{idle: idle}, log: log}
 }
+
+// KeepSpares makes the engine start up to n spare agents for container conversations
+// (spares.go); 0, the default, starts none. Call it before the first turn.
+func (e *ACP) KeepSpares(n int) { e.spares.max = n }
 
 // Keeps reports whether the engine keeps processes for later calls (Turn.KeepAs).
 func (e *ACP) Keeps() bool { return e.pool.max > 0 }
 
-// Close ends every kept process.
-func (e *ACP) Close() { e.pool.close() }
+// Close ends every kept process and every spare.
+func (e *ACP) Close() {
+	e.spares.close()
+	e.pool.close()
+}
 
 // Forget ends the container kept for a session (the session expired) and waits until it is gone.
 func (e *ACP) Forget(session string) { e.pool.forget(session) }
@@ -89,21 +100,8 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	stderr := &cline.StderrScanner{}
 	outTail, errTail := t.Red.NewTail(redact.DefaultTailChars), t.Red.NewTail(redact.DefaultTailChars)
 	key, keep := e.key(t)
-	var ag *agent
-	if keep && (!t.Container || t.SessionID != "") { // a new container session has none yet
-		ag = e.pool.take(key)
-	}
-	if ag != nil {
-		t.Own.Release() // the kept process has its own policy files
-		where := ""
-		if t.Container {
-			where = " in the session's container"
-		}
-		t.Progress(fmt.Sprintf("attempt %d: a warm Cline process takes the turn%s", t.N, where))
-	} else {
-		ag = startAgent(t.Exec, t.Spec, e.log)
-		ag.own = t.Own.take()
-	}
+	spareKey, spares := key, keep && t.Container && t.SessionID == "" && t.Spare != nil && e.spares.max > 0
+	ag, dataDir := e.warmAgent(&t, key, keep, spares)
 	ag.out.set(outTail)
 	ag.err.set(io.MultiWriter(stderr, errTail))
 
@@ -140,7 +138,11 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	stderr.Close()
 	outTail.Flush()
 	errTail.Flush()
-	f := Facts{StdoutTail: outTail.String(), StderrTail: errTail.String(), SessionID: s.id, Warnings: s.warnings, Kept: kept}
+	f := Facts{StdoutTail: outTail.String(), StderrTail: errTail.String(), SessionID: s.id, Warnings: s.warnings, Kept: kept, DataDir: dataDir}
+	if spares && terr == nil {
+		// The next conversation's process, started now that this call no longer needs the engine.
+		e.spares.fill(spareKey, t.Exec, t.Spec, t.Spare, e)
+	}
 	if errors.As(x.err, &f.CopyBack) {
 		x.err = nil
 	}
@@ -166,6 +168,36 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	})
 	f.Verdict = usage(t, f.Verdict, s, turn.SessionID)
 	return f
+}
+
+// warmAgent gives the turn its process: a kept one (a host call's, or the session's container),
+// a spare (a container first turn: its data dir becomes the turn's), else a new one.
+func (e *ACP) warmAgent(t *Turn, key agentKey, keep, spares bool) (ag *agent, dataDir string) {
+	switch {
+	case keep && (!t.Container || t.SessionID != ""): // a new container session has none kept
+		ag = e.pool.take(key)
+	case spares:
+		if s := e.spares.take(key); s != nil {
+			ag, dataDir = s.ag, s.ag.dataDir
+			s.data.keep() // the session's now
+			t.DataDir = dataDir
+		}
+	}
+	if ag == nil {
+		ag = startAgent(t.Exec, t.Spec, e.log)
+		ag.own = t.Own.take()
+		return ag, ""
+	}
+	t.Own.Release() // the kept process has its own policy files
+	where := ""
+	switch {
+	case dataDir != "":
+		where = ", started before the call in a container of its own"
+	case t.Container:
+		where = " in the session's container"
+	}
+	t.Progress(fmt.Sprintf("attempt %d: a warm Cline process takes the turn%s", t.N, where))
+	return ag, dataDir
 }
 
 // opened is the session a turn ran in: its id, and its cumulative usage before the turn.

@@ -75,8 +75,10 @@ type agent struct {
 	stop  context.CancelFunc
 	done  chan agentExit
 	own   Owned // a directory the agent owns (its policy files); removed when it ends
-	ready bool
-	idle  *time.Timer
+	// dataDir is a spare's session data dir (spares.go), which its claiming call takes over.
+	dataDir string
+	ready   bool
+	idle    *time.Timer
 	// report is what the agent's container was created with (sandbox.Spec.Started), nil on the
 	// host and until the container started.
 	report atomic.Pointer[sandbox.ContainerReport]

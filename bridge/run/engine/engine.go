@@ -82,6 +82,9 @@ type Turn struct {
 	Own *Owned
 	// Steer takes the next steer message of the call (false: none waiting).
 	Steer func() (string, bool)
+	// Spare, set on a container first turn whose process may be kept, makes the run of a spare
+	// agent (spares.go) from the turn's spec: fresh directories in place of the call's.
+	Spare func(sandbox.Spec) (Spare, error)
 }
 
 // Facts are what one turn produced.
@@ -107,6 +110,9 @@ type Facts struct {
 	// Kept is set when the process (and its container) was kept for a later turn; its Exit then
 	// carries only the container's report (what it was created with).
 	Kept bool
+	// DataDir is set when the turn ran in a spare agent: the session data dir it brought, now
+	// the session's (the call's own was not used).
+	DataDir string
 	// CopyBack is a copy-mode executor's refusal to bring the run's changes back: the run
 	// happened, nothing was written to the host.
 	CopyBack *sandbox.CopyBackError
@@ -154,6 +160,14 @@ func (o *Owned) Release() {
 		o.Untrack()
 		o.Untrack = nil
 	}
+}
+
+// keep untracks the directory and leaves it: it belongs to a session now.
+func (o *Owned) keep() {
+	if o.Untrack != nil {
+		o.Untrack()
+	}
+	*o = Owned{}
 }
 
 // take moves what o holds to the caller.

@@ -29,7 +29,7 @@ func main() {
 	n := flag.Int("n", 40, "calls per latency sample")
 	huge := flag.Int64("huge", 1<<30, "bytes of CLI output for the large RSS sample")
 	wsFiles := flag.Int("workspace-files", 10000, "files in the generated repo of the workspace and Docker mounts benchmarks (0 skips them)")
-	only := flag.String("only", "", "run only this benchmark: mounts, workspace (the workspace, apply and worktree pool calls), warm (host, cold and warm Docker calls), or sessions (later turns of a host and a Docker ACP session)")
+	only := flag.String("only", "", "run only this benchmark: mounts, workspace (the workspace, apply and worktree pool calls), warm (host, cold and warm Docker calls), or sessions (later turns of a host and a Docker ACP session, then first turns of new conversations: host, Docker, Docker with spares)")
 	warmN := flag.Int("warm-n", 20, "calls per server in the warm containers benchmark")
 	warmGap := flag.Duration("warm-gap", time.Second, "pause after each call of the warm containers benchmark (a server's background work after a call stays out of the next call)")
 	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
@@ -44,6 +44,10 @@ func main() {
 	}
 	if *only == "sessions" {
 		if err := benchSessions(*server, *fake, *image, *warmN, *warmGap); err != nil {
+			fmt.Fprintln(os.Stderr, "benchbridge:", err)
+			os.Exit(1)
+		}
+		if err := benchFirstTurns(*server, *fake, *image, *warmN, *warmGap); err != nil {
 			fmt.Fprintln(os.Stderr, "benchbridge:", err)
 			os.Exit(1)
 		}

@@ -73,6 +73,65 @@ func benchSessions(server, fake, image string, n int, gap time.Duration) error {
 	return nil
 }
 
+// benchFirstTurns times the first turns of new ACP conversations (ask_cline, fake CLI), one of
+// each server in turn: on the host (a warm agent takes each), in Docker (a new container and CLI
+// per conversation) and in Docker with warm containers (a spare agent, started and initialized
+// before the call, takes each). The first two rounds are not counted. It prints p50 and p95 and
+// the ratio to the host's; it asserts nothing.
+func benchFirstTurns(server, fake, image string, n int, gap time.Duration) error {
+	root, work, env, err := benchWorld("benchbridge-first-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	acp := func(extra ...string) []string {
+		return append([]string{"--cline-protocol", "acp", "--sessions-dir", filepath.Join(root, "sessions", fmt.Sprint(len(extra)))}, extra...)
+	}
+	docker := []string{"--isolation", "docker", "--docker-image", image, "--docker-network", "none"}
+	type benchServer struct {
+		name string
+		args []string
+		took []time.Duration
+	}
+	servers := []*benchServer{
+		{name: "host", args: acp()},
+		{name: "docker", args: acp(docker...)},
+		{name: "docker, warm 2", args: acp(append(docker, "--docker-warm", "2")...)},
+	}
+	sessions := make([]*session, len(servers))
+	defer func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	for i, sv := range servers {
+		if sessions[i], err = startServer(server, fake, env, work, sv.args...); err != nil {
+			return fmt.Errorf("%s: %w", sv.name, err)
+		}
+	}
+	for round := 0; round < n+2; round++ {
+		for i, sv := range servers {
+			start := time.Now()
+			if _, err := sessions[i].turn("Reply with PONG", ""); err != nil {
+				return fmt.Errorf("%s, conversation %d: %w", sv.name, round+1, err)
+			}
+			if round >= 2 {
+				sv.took = append(sv.took, time.Since(start))
+			}
+			time.Sleep(gap)
+		}
+	}
+	host := servers[0].took
+	fmt.Printf("first turns of new conversations (ask_cline over ACP, fake CLI, %d each, interleaved, %v between calls):\n", n, gap)
+	for _, sv := range servers {
+		fmt.Printf("  %-16s first turn p50 %7.1f ms  p95 %7.1f ms  (p50 %.2fx host)\n", sv.name,
+			ms(median(sv.took)), ms(pct(sv.took, 0.95)), float64(median(sv.took))/float64(median(host)))
+	}
+	return nil
+}
+
 // turn is one ask_cline call of a conversation (id "": a new one); it returns the session id.
 func (s *session) turn(prompt, id string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -1,0 +1,154 @@
+package run
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cline-mcp/cline-mcp/bridge/run/engine"
+	"github.com/cline-mcp/cline-mcp/sandbox"
+)
+
+// Spare agents (bridge/run/engine spares.go) are started for the first turns of Docker
+// conversations whose container may be kept (liveSession, no key-less credential), when the
+// server keeps warm containers (--docker-warm). A spare's run is the first turn's spec with the
+// call's two own directories replaced by fresh ones: the settings copy's directory, refilled from
+// what the host wrote into it before the turn's run started (snapshotDir; never read after the run
+// could change it), and a new session data dir. Everything else — image, mounts of the
+// checkout, environment, egress — is the call's, so the spare's shape is the next such call's.
+
+// spareMaker is the maker of a first turn's spares (engine.Turn.Spare), nil when the turn gets
+// none. It records the settings copy in copyDir now, before the run.
+func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(sandbox.Spec) (engine.Spare, error) {
+	if a.shape == "" || spec.Credential != nil || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
+		return nil
+	}
+	files, err := snapshotDir(copyDir)
+	if err != nil {
+		p.r.log.Warn("no spare for this call's successors: its settings copy could not be recorded", "err", err)
+		return nil
+	}
+	oldData, tempDir, root, track := p.sess.data, p.r.cfg.TempDir, p.r.cfg.Sessions.Dir, p.r.cfg.TrackDir
+	return func(spec sandbox.Spec) (_ engine.Spare, err error) {
+		var sp engine.Spare
+		defer func() {
+			if err != nil {
+				sp.Own.Release()
+				sp.Data.Release()
+			}
+		}()
+		own, err := os.MkdirTemp(tempDir, "cline-mcp-agent-")
+		if err != nil {
+			return sp, err
+		}
+		sp.Own.Dir = own
+		if track != nil {
+			sp.Own.Untrack = track(own)
+		}
+		if err := files.restore(own); err != nil {
+			return sp, err
+		}
+		data, err := newDataDir(root)
+		if err != nil {
+			return sp, err
+		}
+		sp.Data.Dir, sp.DataDir = data, data
+		if track != nil {
+			sp.Data.Untrack = track(data)
+		}
+		if err := os.Mkdir(filepath.Join(data, "settings"), 0o700); err != nil { // sessionMounts' mount point
+			return sp, err
+		}
+		sp.Spec = respec(spec, strings.NewReplacer(copyDir, own, oldData, data))
+		return sp, nil
+	}
+}
+
+// respec is spec with every path r names replaced: executable, arguments, environment,
+// directory, mounts, labels and egress.
+func respec(spec sandbox.Spec, r *strings.Replacer) sandbox.Spec {
+	each := func(in []string) []string {
+		out := make([]string, len(in))
+		for i, s := range in {
+			out[i] = r.Replace(s)
+		}
+		return out
+	}
+	spec.Path, spec.Dir = r.Replace(spec.Path), r.Replace(spec.Dir)
+	spec.Args, spec.Env, spec.Egress = each(spec.Args), each(spec.Env), each(spec.Egress)
+	mounts := make([]sandbox.Mount, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		m.Source, m.Target = r.Replace(m.Source), r.Replace(m.Target)
+		mounts[i] = m
+	}
+	spec.Mounts = mounts
+	labels := make(map[string]string, len(spec.Labels))
+	for k, v := range spec.Labels {
+		labels[k] = r.Replace(v)
+	}
+	spec.Labels = labels
+	spec.Stdin, spec.Stdout, spec.Stderr, spec.Started = nil, nil, nil, nil
+	return spec
+}
+
+// dirFiles is a directory tree the host wrote: its directories and regular files.
+type dirFiles []dirFile
+
+type dirFile struct {
+	rel  string
+	mode fs.FileMode
+	dir  bool
+	data []byte
+}
+
+// snapshotDir records the tree under dir (the host's own settings copy, before any run saw it);
+// anything but directories and regular files refuses it.
+func snapshotDir(dir string) (dirFiles, error) {
+	var out dirFiles
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case info.IsDir():
+			out = append(out, dirFile{rel: rel, mode: info.Mode().Perm(), dir: true})
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out = append(out, dirFile{rel: rel, mode: info.Mode().Perm(), data: b})
+		default:
+			return errors.New(rel + " is neither a directory nor a regular file")
+		}
+		return nil
+	})
+	return out, err
+}
+
+// restore writes the recorded tree into dir (empty, the host's own).
+func (files dirFiles) restore(dir string) error {
+	for _, f := range files {
+		p := filepath.Join(dir, f.rel)
+		if f.dir {
+			if err := os.Mkdir(p, f.mode); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.WriteFile(p, f.data, f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
