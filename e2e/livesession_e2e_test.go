@@ -20,6 +20,29 @@ const (
 	probe = "fake:run_commands?cmd=read%20h%20%3C%20/etc/hostname%3B%20echo%20$h%20%3E%20$CLINE_DATA_DIR/host2&cmd=read%20x%20%3C%20/tmp/planted%20%26%26%20echo%20$x%20%3E%20$CLINE_DATA_DIR/seen"
 )
 
+// serverContainers are the containers of the server with pid.
+func serverContainers(t *testing.T, pid int) []string {
+	t.Helper()
+	ids, err := mcpsession.ContainersOf(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// sessionData is the data dir of container session id under the sessions dir.
+func sessionData(t *testing.T, sessions, id string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(sessions, "data", "*", "sessions", id))
+	if len(m) != 1 {
+		t.Fatalf("session %s has no data dir of its own: %v", id, m)
+	}
+	return filepath.Dir(filepath.Dir(m[0]))
+}
+
+// readTrimmed is the file's text without surrounding space ("" when it cannot be read).
+func readTrimmed(p string) string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }
+
 // TestLiveContainerSession: a Docker conversation keeps its container and its ACP process between
 // turns. Turn 2 runs in turn 1's container (the same container name, and the file turn 1 planted
 // in the container's /tmp is there) and Cline sees the earlier turns; another session, and another
@@ -29,28 +52,15 @@ const (
 func TestLiveContainerSession(t *testing.T) {
 	sessions := filepath.Join(t.TempDir(), "sessions")
 	w := newWorld(t, docker, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "6s", "--warm-agents", "3"}})
-	mine := func() []string {
-		ids, err := mcpsession.ContainersOf(w.sess.Cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
-	dataOf := func(id string) string {
-		m, _ := filepath.Glob(filepath.Join(sessions, "data", "*", "sessions", id))
-		if len(m) != 1 {
-			t.Fatalf("session %s has no data dir of its own: %v", id, m)
-		}
-		return filepath.Dir(filepath.Dir(m[0]))
-	}
-	read := func(p string) string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }
+	mine := func() []string { return serverContainers(t, w.sess.Cmd.Process.Pid) }
+	dataOf := func(id string) string { return sessionData(t, sessions, id) }
 	gitInit(t, w.work, map[string]string{"README.md": "x\n"})
 
 	_, first := w.call("ask_cline", map[string]any{"prompt": "remember this " + plant})
 	wantOK(t, first)
 	id, _ := first["sessionId"].(string)
 	data := dataOf(id)
-	host1 := read(filepath.Join(data, "host1"))
+	host1 := readTrimmed(filepath.Join(data, "host1"))
 	if host1 == "" {
 		t.Fatalf("turn 1 did not run its commands in the container (no host1 in %s): %v", data, first)
 	}
@@ -61,10 +71,10 @@ func TestLiveContainerSession(t *testing.T) {
 
 	_, second := w.call("ask_cline", map[string]any{"prompt": probe, "sessionId": id})
 	wantOK(t, second)
-	if got := read(filepath.Join(data, "host2")); got != host1 {
+	if got := readTrimmed(filepath.Join(data, "host2")); got != host1 {
 		t.Errorf("turn 2 ran in container %q, turn 1 in %q: the container was not kept", got, host1)
 	}
-	if got := read(filepath.Join(data, "seen")); got != "planted" {
+	if got := readTrimmed(filepath.Join(data, "seen")); got != "planted" {
 		t.Errorf("turn 2 did not see the file turn 1 planted in its container (%q)", got)
 	}
 	if ws, _ := second["warnings"].([]any); len(ws) > 0 {
@@ -86,7 +96,7 @@ func TestLiveContainerSession(t *testing.T) {
 	_, other := w.call("ask_cline", map[string]any{"prompt": probe})
 	wantOK(t, other)
 	otherData := dataOf(other["sessionId"].(string))
-	if got := read(filepath.Join(otherData, "host2")); got == "" || got == host1 {
+	if got := readTrimmed(filepath.Join(otherData, "host2")); got == "" || got == host1 {
 		t.Errorf("another session ran in container %q (the first session's: %q)", got, host1)
 	}
 	if _, err := os.Stat(filepath.Join(otherData, "seen")); !os.IsNotExist(err) {
@@ -104,7 +114,7 @@ func TestLiveContainerSession(t *testing.T) {
 	wantOK(t, ws)
 	wsID := ws["sessionId"].(string)
 	wsData := dataOf(wsID)
-	if got := read(filepath.Join(wsData, "host2")); got == "" || got == host1 {
+	if got := readTrimmed(filepath.Join(wsData, "host2")); got == "" || got == host1 {
 		t.Errorf("ask_cline_workspace ran in container %q (the ask_cline session's: %q)", got, host1)
 	}
 	if _, err := os.Stat(filepath.Join(wsData, "seen")); !os.IsNotExist(err) {
@@ -114,7 +124,7 @@ func TestLiveContainerSession(t *testing.T) {
 	wantOK(t, ws2)
 	_, ws3 := w.call("ask_cline_workspace", map[string]any{"prompt": probe, "sessionId": wsID})
 	wantOK(t, ws3)
-	if h1, h2 := read(filepath.Join(wsData, "host1")), read(filepath.Join(wsData, "host2")); h1 == "" || h1 != h2 || read(filepath.Join(wsData, "seen")) != "planted" {
+	if h1, h2 := readTrimmed(filepath.Join(wsData, "host1")), readTrimmed(filepath.Join(wsData, "host2")); h1 == "" || h1 != h2 || readTrimmed(filepath.Join(wsData, "seen")) != "planted" {
 		t.Errorf("ask_cline_workspace's session did not keep its container: turn 2 in %q, turn 3 in %q", h1, h2)
 	}
 	if ids := mine(); len(ids) != 3 {
@@ -144,13 +154,7 @@ func TestLiveContainerSession(t *testing.T) {
 func TestLiveContainerSessionKilledServer(t *testing.T) {
 	sessions := filepath.Join(t.TempDir(), "sessions")
 	e := newDockerEnv(t, "--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "10m")
-	mine := func() []string {
-		ids, err := mcpsession.ContainersOf(e.sess.Cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
+	mine := func() []string { return serverContainers(t, e.sess.Cmd.Process.Pid) }
 	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "fake:pong"})
 	wantDockerOK(t, sc)
 	if ids := mine(); len(ids) != 1 || !containerRunning(t, ids[0]) {

@@ -33,21 +33,8 @@ func TestSpareAgent(t *testing.T) {
 	sessions := filepath.Join(t.TempDir(), "sessions")
 	w := newWorld(t, docker, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", sessions,
 		"--docker-warm", "1", "--warm-idle", "8s", "--warm-agents", "3"}})
-	mine := func() []string {
-		ids, err := mcpsession.ContainersOf(w.sess.Cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
-	dataOf := func(id string) string {
-		m, _ := filepath.Glob(filepath.Join(sessions, "data", "*", "sessions", id))
-		if len(m) != 1 {
-			t.Fatalf("session %s has no data dir of its own: %v", id, m)
-		}
-		return filepath.Dir(filepath.Dir(m[0]))
-	}
-	read := func(p string) string { b, _ := os.ReadFile(p); return strings.TrimSpace(string(b)) }
+	mine := func() []string { return serverContainers(t, w.sess.Cmd.Process.Pid) }
+	dataOf := func(id string) string { return sessionData(t, sessions, id) }
 	of := func(ids []string, host string) string {
 		for _, id := range ids {
 			if host != "" && strings.HasPrefix(id, host) {
@@ -60,7 +47,7 @@ func TestSpareAgent(t *testing.T) {
 
 	_, first := w.call("ask_cline", map[string]any{"prompt": "plant " + plantSettings})
 	wantOK(t, first)
-	host1 := read(filepath.Join(dataOf(first["sessionId"].(string)), "host1"))
+	host1 := readTrimmed(filepath.Join(dataOf(first["sessionId"].(string)), "host1"))
 	if planted, _ := filepath.Glob(filepath.Join(w.tmp, "cline-mcp-agent-*", "cline-mcp-data-*", "settings", "planted-setting")); host1 == "" || len(planted) != 1 {
 		t.Fatalf("turn 1 did not plant its files (host %q, settings %v): the test would prove nothing", host1, planted)
 	}
@@ -78,7 +65,7 @@ func TestSpareAgent(t *testing.T) {
 	wantOK(t, second)
 	id2 := second["sessionId"].(string)
 	data2 := dataOf(id2)
-	host2 := read(filepath.Join(data2, "host2"))
+	host2 := readTrimmed(filepath.Join(data2, "host2"))
 	spare := of(before, host2)
 	if spare == "" || strings.HasPrefix(spare, host1) {
 		t.Fatalf("the second conversation ran in container %q, not in the spare of %v (the first session's: %q)", host2, before, host1)
@@ -98,7 +85,7 @@ func TestSpareAgent(t *testing.T) {
 	}
 	_, later := w.call("ask_cline", map[string]any{"prompt": probeSettings, "sessionId": id2})
 	wantOK(t, later)
-	if got := read(filepath.Join(data2, "host2")); got != host2 {
+	if got := readTrimmed(filepath.Join(data2, "host2")); got != host2 {
 		t.Errorf("the second session's later turn ran in %q, not in its container %q", got, host2)
 	}
 
@@ -122,13 +109,7 @@ func TestSpareAgent(t *testing.T) {
 func TestSpareAgentKilledServer(t *testing.T) {
 	sessions := filepath.Join(t.TempDir(), "sessions")
 	e := newDockerEnv(t, "--cline-protocol", "acp", "--sessions-dir", sessions, "--docker-warm", "1", "--warm-idle", "10m")
-	mine := func() []string {
-		ids, err := mcpsession.ContainersOf(e.sess.Cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
+	mine := func() []string { return serverContainers(t, e.sess.Cmd.Process.Pid) }
 	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "fake:pong"})
 	wantDockerOK(t, sc)
 	if !mcpsession.Eventually(60*time.Second, func() bool { return len(mine()) == 2 }) {

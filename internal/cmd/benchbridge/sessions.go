@@ -37,18 +37,12 @@ func benchSessions(server, fake, image string, n int, gap time.Duration) error {
 		{name: "host session", args: acp},
 		{name: "docker session", args: append(append([]string{}, acp...), "--isolation", "docker", "--docker-image", image, "--docker-network", "none")},
 	}
-	sessions := make([]*session, len(servers))
-	defer func() {
-		for _, s := range sessions {
-			if s != nil {
-				s.close()
-			}
-		}
-	}()
-	for i, sv := range servers {
-		if sessions[i], err = startServer(server, fake, env, work, sv.args...); err != nil {
-			return fmt.Errorf("%s: %w", sv.name, err)
-		}
+	sessions, closeAll, err := startServers(fake, env, work, len(servers), func(i int) (string, string, []string) {
+		return servers[i].name, server, servers[i].args
+	})
+	defer closeAll()
+	if err != nil {
+		return err
 	}
 	for turn := 0; turn <= n; turn++ {
 		for i, sv := range servers {
@@ -98,18 +92,12 @@ func benchFirstTurns(server, fake, image string, n int, gap time.Duration) error
 		{name: "docker", args: acp(docker...)},
 		{name: "docker, warm 2", args: acp(append(docker, "--docker-warm", "2")...)},
 	}
-	sessions := make([]*session, len(servers))
-	defer func() {
-		for _, s := range sessions {
-			if s != nil {
-				s.close()
-			}
-		}
-	}()
-	for i, sv := range servers {
-		if sessions[i], err = startServer(server, fake, env, work, sv.args...); err != nil {
-			return fmt.Errorf("%s: %w", sv.name, err)
-		}
+	sessions, closeAll, err := startServers(fake, env, work, len(servers), func(i int) (string, string, []string) {
+		return servers[i].name, server, servers[i].args
+	})
+	defer closeAll()
+	if err != nil {
+		return err
 	}
 	for round := 0; round < n+2; round++ {
 		for i, sv := range servers {
@@ -130,6 +118,26 @@ func benchFirstTurns(server, fake, image string, n int, gap time.Duration) error
 			ms(median(sv.took)), ms(pct(sv.took, 0.95)), float64(median(sv.took))/float64(median(host)))
 	}
 	return nil
+}
+
+// startServers starts n servers side by side in work, the i-th as spec(i) says (its name, binary
+// and arguments); closeAll closes those that started, also after an error.
+func startServers(fake string, env []string, work string, n int, spec func(i int) (name, bin string, args []string)) (_ []*session, closeAll func(), err error) {
+	sessions := make([]*session, n)
+	closeAll = func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.close()
+			}
+		}
+	}
+	for i := range n {
+		name, bin, args := spec(i)
+		if sessions[i], err = startServer(bin, fake, env, work, args...); err != nil {
+			return sessions, closeAll, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return sessions, closeAll, nil
 }
 
 // turn is one ask_cline call of a conversation (id "": a new one); it returns the session id.

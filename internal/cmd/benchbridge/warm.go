@@ -38,18 +38,12 @@ func benchWarm(server, baseline, fake, image string, n, pool int, gap time.Durat
 	if baseline != "" {
 		servers = append(servers, &benchServer{name: "docker warm, baseline", bin: baseline, args: warm})
 	}
-	sessions := make([]*session, len(servers))
-	defer func() {
-		for _, s := range sessions {
-			if s != nil {
-				s.close()
-			}
-		}
-	}()
-	for i, sv := range servers {
-		if sessions[i], err = startServer(sv.bin, fake, env, work, sv.args...); err != nil {
-			return fmt.Errorf("%s: %w", sv.name, err)
-		}
+	sessions, closeAll, err := startServers(fake, env, work, len(servers), func(i int) (string, string, []string) {
+		return servers[i].name, servers[i].bin, servers[i].args
+	})
+	defer closeAll()
+	if err != nil {
+		return err
 	}
 	for round := 0; round < n+2; round++ {
 		for i := range servers {
