@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -132,5 +135,64 @@ func TestSpareAgentKilledServer(t *testing.T) {
 	}) {
 		d, _ := filepath.Glob(filepath.Join(sessions, "data", "*"))
 		t.Errorf("data dirs after the watchdog: %v, want the recorded session's alone", d)
+	}
+}
+
+// TestSpareAgentKeyless: a key-less conversation (the key with the egress proxy) gets spares too,
+// and they hold no key: the second conversation's first turn runs in the spare — afterwards the
+// spare is gone and another new container waits, where a cold call would have left the spare
+// alone — reaches the provider through the proxy with the real key while its container has only a
+// placeholder (the key search finds nothing), and its container is not kept after the turn.
+func TestSpareAgentKeyless(t *testing.T) {
+	w := newEgressWorld(t)
+	e := prepareEnv(t)
+	key := secretKey(t)
+	if err := os.WriteFile(e.providers, []byte(keylessProviders("openai-compatible", "http://"+w.provider+":18080/v1", key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.startWithEnv(nil, "--cline-protocol", "acp", "--sessions-dir", filepath.Join(t.TempDir(), "sessions"), "--docker-warm", "1",
+		"--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
+	runs := func() []string { // the egress proxy is a container of the server too
+		var out []string
+		for _, id := range serverContainers(t, e.sess.Cmd.Process.Pid) {
+			if containerLabel(t, id, "cline-mcp.tool") != "" {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	prompt := "Call fake:call_provider?path=chat/completions&header=Authorization&needle=" + masked(key)
+	call := func(n int) {
+		t.Helper()
+		sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": prompt})
+		wantDockerOK(t, sc)
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
+			t.Fatalf("call %d: report %q: %v", n, sc["text"], err)
+		}
+		if rep["status"] != float64(200) || rep["api_key_prefix"] != "sk-cline-mcp-placeholder-" {
+			t.Errorf("call %d: the provider through the proxy answered %v with key %v..., want 200 and a placeholder", n, rep["status"], rep["api_key_prefix"])
+		}
+		if found, ok := rep["needle_found"].([]any); !ok || len(found) != 0 {
+			t.Errorf("call %d: the real key was inside the container at %v", n, rep["needle_found"])
+		}
+		if enf, _ := enforcementOf(t, sc); enf["credentialOutside"] != true {
+			t.Fatalf("call %d was not key-less, the test would prove nothing: %v", n, enf)
+		}
+	}
+	call(1)
+	var spare []string
+	if !mcpsession.Eventually(60*time.Second, func() bool { spare = runs(); return len(spare) == 1 }) {
+		t.Fatalf("run containers after the first key-less turn: %v, want its spare alone (the turn's own is not kept)", spare)
+	}
+	time.Sleep(2 * time.Second) // its CLI initializes (milliseconds for the fake CLI)
+	call(2)
+	var after []string
+	if !mcpsession.Eventually(60*time.Second, func() bool { after = runs(); return len(after) == 1 && after[0] != spare[0] }) {
+		t.Fatalf("run containers after the second turn: %v, want a new spare in place of %s (used once, not kept)", after, spare[0])
+	}
+	out, _ := exec.Command("docker", "logs", w.provider).CombinedOutput()
+	if n := strings.Count(string(out), fmt.Sprintf(`authorization=["Bearer %s"]`, key)); n < 2 {
+		t.Errorf("the provider got the real key %d times, want once per call", n)
 	}
 }

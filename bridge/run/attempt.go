@@ -27,8 +27,10 @@ type attempt struct {
 	enforcement *Enforcement
 	// warnings are this attempt's: its settings copy, tool policy, network and merge-back.
 	warnings []string
-	// credNote says why a container attempt's provider credential was inside it (keyOutside).
-	credNote string
+	// credNote says why a container attempt's provider credential was inside it (keyOutside);
+	// placeholder is what stands in for the key when it stayed outside.
+	credNote    string
+	placeholder string
 	// provider is the ACP engine's provider block of the attempt (id, key, model), read from the
 	// providers.json the attempt runs with before its process started; never read again.
 	provider engine.Provider

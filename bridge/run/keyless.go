@@ -77,6 +77,7 @@ func (p *prep) keyOutside(cp *settings.Copy, extra map[string]string, a *attempt
 			}
 		}
 	}
+	a.placeholder = placeholder
 	// Lent only to the API the CLI calls, within what the call may spend (budget.allowance).
 	return &sandbox.Credential{Upstream: upstream, Headers: headers, BasePath: basePath,
 		Endpoints: cline.APIEndpoints(cp.Target), Allowance: p.budget.allowance(p.modelOf(cp))}, nil

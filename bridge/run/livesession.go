@@ -103,14 +103,18 @@ func (p *prep) copyDir(a *attempt) (dir string, release func(), live bool, err e
 	return own, func() {}, true, nil
 }
 
-// shapeOf is the fingerprint of a container spec without the call's own settings-copy dir and
-// session data dir: executable, arguments, environment, directory, mounts, tmpfs, labels, user
-// and egress. Two turns of a session with the same shape may share a container, and a spare
-// agent (spare.go) made from one call's spec has the shape of the next such call.
-func shapeOf(spec sandbox.Spec, copyDir, dataDir string) string {
+// shapeOf is the fingerprint of a container spec without the call's own settings-copy dir,
+// session data dir and key placeholder: executable, arguments, environment, directory, mounts,
+// tmpfs, labels, user, egress and the credential the egress proxy lends (its key hashed with the
+// rest). Two turns of a session with the same shape may share a container, and a spare agent
+// (spare.go) made from one call's spec has the shape of the next such call.
+func shapeOf(spec sandbox.Spec, copyDir, dataDir, placeholder string) string {
 	pairs := []string{copyDir, "\x00copy"}
 	if dataDir != "" {
 		pairs = append(pairs, dataDir, "\x00data")
+	}
+	if placeholder != "" {
+		pairs = append(pairs, placeholder, "\x00key")
 	}
 	own := strings.NewReplacer(pairs...).Replace
 	var b strings.Builder
@@ -141,6 +145,16 @@ func shapeOf(spec sandbox.Spec, copyDir, dataDir string) string {
 	field(spec.Egress...)
 	if spec.AllowOnly != nil {
 		field(append([]string{"allow-only"}, *spec.AllowOnly...)...)
+	}
+	if c := spec.Credential; c != nil {
+		field("credential", c.Upstream, c.BasePath, fmt.Sprintf("%+v", c.Allowance))
+		field(c.Endpoints...)
+		headers := make([]string, 0, len(c.Headers))
+		for k, v := range c.Headers {
+			headers = append(headers, k+"="+v)
+		}
+		slices.Sort(headers)
+		field(headers...)
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])

@@ -28,10 +28,10 @@ func TestShapeOf(t *testing.T) {
 		}
 	}
 	a, b := spec("/tmp/cline-mcp-agent-1"), spec("/tmp/cline-mcp-agent-123456789")
-	if shapeOf(a, "/tmp/cline-mcp-agent-1", "") != shapeOf(b, "/tmp/cline-mcp-agent-123456789", "") {
+	if shapeOf(a, "/tmp/cline-mcp-agent-1", "", "") != shapeOf(b, "/tmp/cline-mcp-agent-123456789", "", "") {
 		t.Fatal("two turns that differ only in their settings-copy dir have different shapes")
 	}
-	base := shapeOf(a, "/tmp/cline-mcp-agent-1", "")
+	base := shapeOf(a, "/tmp/cline-mcp-agent-1", "", "")
 	none := []string{}
 	changes := map[string]func(*sandbox.Spec){
 		"allow only":  func(s *sandbox.Spec) { s.AllowOnly = &none },
@@ -44,7 +44,7 @@ func TestShapeOf(t *testing.T) {
 	for name, change := range changes {
 		s := spec("/tmp/cline-mcp-agent-1")
 		change(&s)
-		if shapeOf(s, "/tmp/cline-mcp-agent-1", "") == base {
+		if shapeOf(s, "/tmp/cline-mcp-agent-1", "", "") == base {
 			t.Errorf("another %s has the same shape", name)
 		}
 	}

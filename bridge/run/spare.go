@@ -12,17 +12,19 @@ import (
 )
 
 // Spare agents (bridge/run/engine spares.go) are started for the first turns of Docker
-// conversations whose container may be kept (liveSession, no key-less credential), when the
-// server keeps warm containers (--docker-warm). A spare's run is the first turn's spec with the
-// call's two own directories replaced by fresh ones: the settings copy's directory, refilled from
-// what the host wrote into it before the turn's run started (snapshotDir; never read after the run
-// could change it), and a new session data dir. Everything else — image, mounts of the
-// checkout, environment, egress — is the call's, so the spare's shape is the next such call's.
+// conversations whose container may be kept (liveSession; a key-less one's too, whose container is
+// then not kept after its turn), when the server keeps warm containers (--docker-warm). A spare's
+// run is the first turn's spec with the call's own directories replaced by fresh ones: the
+// settings copy's directory, refilled from what the host wrote into it before the turn's run
+// started (snapshotDir; never read after the run could change it), and a new session data dir; a
+// key-less run's placeholder for the key is replaced by a new one in both. Everything else —
+// image, mounts of the checkout, environment, egress, the credential the proxy lends — is the
+// call's, so the spare's shape is the next such call's.
 
 // spareMaker is the maker of a first turn's spares (engine.Turn.Spare), nil when the turn gets
 // none. It records the settings copy in copyDir now, before the run.
 func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(sandbox.Spec) (engine.Spare, error) {
-	if a.shape == "" || spec.Credential != nil || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
+	if a.shape == "" || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
 		return nil
 	}
 	files, err := snapshotDir(copyDir)
@@ -30,7 +32,7 @@ func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(s
 		p.r.log.Warn("no spare for this call's successors: its settings copy could not be recorded", "err", err)
 		return nil
 	}
-	oldData, tempDir, root, track := p.sess.data, p.r.cfg.TempDir, p.r.cfg.Sessions.Dir, p.r.cfg.TrackDir
+	oldData, oldKey, tempDir, root, track := p.sess.data, a.placeholder, p.r.cfg.TempDir, p.r.cfg.Sessions.Dir, p.r.cfg.TrackDir
 	return func(spec sandbox.Spec) (_ engine.Spare, err error) {
 		var sp engine.Spare
 		defer func() {
@@ -47,7 +49,15 @@ func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(s
 		if track != nil {
 			sp.Own.Untrack = track(own)
 		}
-		if err := files.restore(own); err != nil {
+		pairs := []string{copyDir, own}
+		if oldKey != "" { // a key-less run's stand-in for the key: the spare gets its own
+			key, err := randomPlaceholder()
+			if err != nil {
+				return sp, err
+			}
+			pairs = append(pairs, oldKey, key)
+		}
+		if err := files.restore(own, pairs...); err != nil {
 			return sp, err
 		}
 		data, err := newDataDir(root)
@@ -61,7 +71,7 @@ func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(s
 		if err := os.Mkdir(filepath.Join(data, "settings"), 0o700); err != nil { // sessionMounts' mount point
 			return sp, err
 		}
-		sp.Spec = respec(spec, strings.NewReplacer(copyDir, own, oldData, data))
+		sp.Spec = respec(spec, strings.NewReplacer(append(pairs, oldData, data)...))
 		return sp, nil
 	}
 }
@@ -136,8 +146,10 @@ func snapshotDir(dir string) (dirFiles, error) {
 	return out, err
 }
 
-// restore writes the recorded tree into dir (empty, the host's own).
-func (files dirFiles) restore(dir string) error {
+// restore writes the recorded tree into dir (empty, the host's own), each old string of pairs in
+// the files' contents replaced by its new one.
+func (files dirFiles) restore(dir string, pairs ...string) error {
+	r := strings.NewReplacer(pairs...)
 	for _, f := range files {
 		p := filepath.Join(dir, f.rel)
 		if f.dir {
@@ -146,7 +158,7 @@ func (files dirFiles) restore(dir string) error {
 			}
 			continue
 		}
-		if err := os.WriteFile(p, f.data, f.mode); err != nil {
+		if err := os.WriteFile(p, []byte(r.Replace(string(f.data))), f.mode); err != nil {
 			return err
 		}
 	}

@@ -24,10 +24,10 @@ func TestSpareSpecHasTheCallsShape(t *testing.T) {
 	first := call("/tmp/cline-mcp-agent-1", "/s/data/aa")
 	spare := respec(first, strings.NewReplacer("/tmp/cline-mcp-agent-1", "/tmp/cline-mcp-agent-2", "/s/data/aa", "/s/data/bb"))
 	next := call("/tmp/cline-mcp-agent-3", "/s/data/cc")
-	if shapeOf(spare, "/tmp/cline-mcp-agent-2", "/s/data/bb") != shapeOf(next, "/tmp/cline-mcp-agent-3", "/s/data/cc") {
+	if shapeOf(spare, "/tmp/cline-mcp-agent-2", "/s/data/bb", "") != shapeOf(next, "/tmp/cline-mcp-agent-3", "/s/data/cc", "") {
 		t.Errorf("the spare's shape differs from the next call's:\n%+v\n%+v", spare, next)
 	}
-	if shapeOf(first, "/tmp/cline-mcp-agent-1", "/s/data/aa") != shapeOf(next, "/tmp/cline-mcp-agent-3", "/s/data/cc") {
+	if shapeOf(first, "/tmp/cline-mcp-agent-1", "/s/data/aa", "") != shapeOf(next, "/tmp/cline-mcp-agent-3", "/s/data/cc", "") {
 		t.Errorf("two calls alike but for their own dirs have different shapes")
 	}
 	if got := spare.Mounts[3]; got.Source != "/tmp/cline-mcp-agent-2/settings" || got.Target != "/s/data/bb/settings" {
@@ -38,7 +38,7 @@ func TestSpareSpecHasTheCallsShape(t *testing.T) {
 	}
 	other := call("/tmp/cline-mcp-agent-3", "/s/data/cc")
 	other.Mounts[0].Source = "/other"
-	if shapeOf(spare, "/tmp/cline-mcp-agent-2", "/s/data/bb") == shapeOf(other, "/tmp/cline-mcp-agent-3", "/s/data/cc") {
+	if shapeOf(spare, "/tmp/cline-mcp-agent-2", "/s/data/bb", "") == shapeOf(other, "/tmp/cline-mcp-agent-3", "/s/data/cc", "") {
 		t.Errorf("a call on another checkout has the spare's shape")
 	}
 }

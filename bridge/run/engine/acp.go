@@ -117,8 +117,9 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	if t.Container {
 		key.session = s.id // the next turn of this session alone
 	}
+	// A key-less container is never kept: its egress grant and allowance are the call's.
 	kept := keep && terr == nil && !turn.Cancelled && !turn.TimedOut && turn.StopReason != "" && ag.alive() &&
-		(!t.Container || (s.id != "" && ag.liveContainer()))
+		(!t.Container || (s.id != "" && ag.liveContainer() && t.Spec.Credential == nil))
 	if kept {
 		ag.out.set(nil)
 		ag.err.set(nil)

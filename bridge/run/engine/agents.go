@@ -57,6 +57,9 @@ func (e *ACP) key(t Turn) (agentKey, bool) {
 	}
 	p := t.Provider // read before the process started (Env)
 	k := agentKey{class: t.KeepAs, dir: t.Dir, provider: p.ID, keyHash: hashKey(p.Key)}
+	if t.Spec.Credential != nil {
+		k.keyHash = "" // the key is a per-run placeholder; the shape holds the credential lent
+	}
 	if t.Container {
 		if t.Shape == "" {
 			return agentKey{}, false

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,7 @@ var acpScenarios = map[string]func(*acpRun) []turn{
 		patch := "*** Begin Patch\n*** Add File: " + r.tools.abs(r.param("path", "patched.txt")) + "\n+patched\n*** End Patch\n"
 		return []turn{{calls: []call{{tool: "apply_patch", newText: patch}}}, textTurn("Patched.")}
 	},
+	"call_provider": acpCallProvider,
 	"run_commands": func(r *acpRun) []turn {
 		cmds := r.params["cmd"]
 		if len(cmds) == 0 {
@@ -100,4 +103,18 @@ func acpHistory(r *acpRun) []turn {
 		first = users[0]
 	}
 	return []turn{textTurn("earlier=" + strconv.Itoa(len(users)) + " first=" + strings.TrimSpace(first))}
+}
+
+// acpCallProvider is call_provider in ACP mode: the provider of CLINE_PROVIDER with the baseUrl and
+// apiKey of the data dir's providers.json (CLINE_API_KEY when it has none, as the real CLI sends),
+// the report as the turn's text.
+func acpCallProvider(r *acpRun) []turn {
+	t := r.tools
+	t.paths.dataDir = os.Getenv("CLINE_DATA_DIR")
+	t.paths.providers = filepath.Join(t.paths.dataDir, "settings", "providers.json")
+	t.provider = os.Getenv("CLINE_PROVIDER")
+	if r.params.Get("key") == "" {
+		r.params.Set("key", "CLINE_API_KEY")
+	}
+	return []turn{textTurn(string(appendJSON(nil, callProvider(t))))}
 }

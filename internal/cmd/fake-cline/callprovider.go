@@ -20,40 +20,41 @@ import (
 // answer (status, head), and — with needle= (the hex of a key, each byte XOR 0xff, so the prompt
 // never holds it) — where in the container the key was found: its environment, every process's
 // environ and cmdline, and the files under its data dir, HOME and /tmp.
-func runCallProvider(s *session) int {
-	return s.probe(func() obj {
-		base, key := providerSettings(s.paths.providers, s.provider)
-		if key == "" {
-			key = os.Getenv(s.param("key", "OPENAI_API_KEY"))
-		}
-		// The key's first 25 bytes: a placeholder's prefix survives the result's redaction.
-		r := obj{{"provider", s.provider}, {"base_url", base}, {"api_key_prefix", key[:min(25, len(key))]}}
-		req, err := http.NewRequest("POST", strings.TrimRight(base, "/")+"/"+s.param("path", "echo"), strings.NewReader(`{"model":"fake"}`))
-		if err != nil {
-			return append(r, kv{"result", err.Error()})
-		}
-		if h := s.param("header", "Authorization"); strings.EqualFold(h, "Authorization") {
-			req.Header.Set("Authorization", "Bearer "+key)
-		} else {
-			req.Header.Set(h, key)
-		}
-		if extra := s.param("extra_auth", ""); extra != "" {
-			req.Header.Add("Authorization", "Bearer "+extra)
-		}
-		c := &http.Client{Timeout: time.Minute} // NO_PROXY covers the loopback baseUrl
-		resp, err := c.Do(req)
-		if err != nil {
-			r = append(r, kv{"result", err.Error()})
-		} else {
-			head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			resp.Body.Close()
-			r = append(r, kv{"result", "ok"}, kv{"status", resp.StatusCode}, kv{"head", string(head)})
-		}
-		if n := s.param("needle", ""); n != "" {
-			r = append(r, kv{"needle_found", findNeedle(n, s.paths.dataDir)})
-		}
-		return r
-	})
+func runCallProvider(s *session) int { return s.probe(func() obj { return callProvider(s) }) }
+
+// callProvider makes the request of call_provider and reports it.
+func callProvider(s *session) obj {
+	base, key := providerSettings(s.paths.providers, s.provider)
+	if key == "" {
+		key = os.Getenv(s.param("key", "OPENAI_API_KEY"))
+	}
+	// The key's first 25 bytes: a placeholder's prefix survives the result's redaction.
+	r := obj{{"provider", s.provider}, {"base_url", base}, {"api_key_prefix", key[:min(25, len(key))]}}
+	req, err := http.NewRequest("POST", strings.TrimRight(base, "/")+"/"+s.param("path", "echo"), strings.NewReader(`{"model":"fake"}`))
+	if err != nil {
+		return append(r, kv{"result", err.Error()})
+	}
+	if h := s.param("header", "Authorization"); strings.EqualFold(h, "Authorization") {
+		req.Header.Set("Authorization", "Bearer "+key)
+	} else {
+		req.Header.Set(h, key)
+	}
+	if extra := s.param("extra_auth", ""); extra != "" {
+		req.Header.Add("Authorization", "Bearer "+extra)
+	}
+	c := &http.Client{Timeout: time.Minute} // NO_PROXY covers the loopback baseUrl
+	resp, err := c.Do(req)
+	if err != nil {
+		r = append(r, kv{"result", err.Error()})
+	} else {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		r = append(r, kv{"result", "ok"}, kv{"status", resp.StatusCode}, kv{"head", string(head)})
+	}
+	if n := s.param("needle", ""); n != "" {
+		r = append(r, kv{"needle_found", findNeedle(n, s.paths.dataDir)})
+	}
+	return r
 }
 
 // providerSettings are the baseUrl and apiKey of provider in the providers.json at path.
