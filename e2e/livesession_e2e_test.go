@@ -30,6 +30,19 @@ func serverContainers(t *testing.T, pid int) []string {
 	return ids
 }
 
+// serverRuns are the run containers of the server with pid (a tool's; the egress proxy is a
+// container of the server too).
+func serverRuns(t *testing.T, pid int) []string {
+	t.Helper()
+	var out []string
+	for _, id := range serverContainers(t, pid) {
+		if containerLabel(t, id, "cline-mcp.tool") != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // sessionData is the data dir of container session id under the sessions dir.
 func sessionData(t *testing.T, sessions, id string) string {
 	t.Helper()
@@ -210,16 +223,7 @@ func TestLiveContainerSessionKeylessNotKept(t *testing.T) {
 		t.Fatalf("no session: %v", sc)
 	}
 	// Its runs' containers: the egress proxy is a container of the server too.
-	runs := func() []string {
-		ids, _ := mcpsession.ContainersOf(e.sess.Cmd.Process.Pid)
-		var out []string
-		for _, id := range ids {
-			if containerLabel(t, id, "cline-mcp.tool") != "" {
-				out = append(out, id)
-			}
-		}
-		return out
-	}
+	runs := func() []string { return serverRuns(t, e.sess.Cmd.Process.Pid) }
 	if !mcpsession.Eventually(10*time.Second, func() bool { return len(runs()) == 0 }) {
 		t.Fatalf("a key-less session's container %v was kept", runs())
 	}

@@ -152,15 +152,7 @@ func TestSpareAgentKeyless(t *testing.T) {
 	}
 	e.startWithEnv(nil, "--cline-protocol", "acp", "--sessions-dir", filepath.Join(t.TempDir(), "sessions"), "--docker-warm", "1",
 		"--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
-	runs := func() []string { // the egress proxy is a container of the server too
-		var out []string
-		for _, id := range serverContainers(t, e.sess.Cmd.Process.Pid) {
-			if containerLabel(t, id, "cline-mcp.tool") != "" {
-				out = append(out, id)
-			}
-		}
-		return out
-	}
+	runs := func() []string { return serverRuns(t, e.sess.Cmd.Process.Pid) }
 	prompt := "Call fake:call_provider?path=chat/completions&header=Authorization&needle=" + masked(key)
 	call := func(n int) {
 		t.Helper()
