@@ -59,6 +59,9 @@ type reader struct {
 	read   int64 // declared bytes of the entries so far
 	staged int64 // what the staged files take (stageCost)
 	names  int64 // bytes of the paths and link targets so far
+	// upper: the archive is an overlay's upper directory (ReadBackUpper), whose whiteouts
+	// (character devices 0/0 and hard links to them) are recorded in seen as 'w'.
+	upper bool
 }
 
 // ReadBack reads a container's archive of a mount root, checks every entry against the rules
@@ -69,8 +72,25 @@ type reader struct {
 // wrapping ErrRefused); each limit is checked on an entry's header, before its content is read,
 // so a refused archive has staged at most lim.Staged. The caller closes stage, also on error.
 func ReadBack(r io.Reader, base string, man Manifest, skip SkipFunc, stage *Stage, lim Limits) (*Plan, error) {
-	rd := &reader{lim: lim, man: man, skip: skip, stage: stage, plan: &Plan{man: man},
+	rd := newReader(man, skip, stage, lim)
+	if err := rd.readAll(r, base); err != nil {
+		return nil, err
+	}
+	for rel := range man {
+		if _, ok := rd.seen[rel]; !ok {
+			rd.plan.deletes = append(rd.plan.deletes, rel)
+		}
+	}
+	return rd.plan, nil
+}
+
+func newReader(man Manifest, skip SkipFunc, stage *Stage, lim Limits) *reader {
+	return &reader{lim: lim, man: man, skip: skip, stage: stage, plan: &Plan{man: man},
 		seen: map[string]byte{}, files: map[string]fileRec{}}
+}
+
+// readAll reads every entry of the archive into the reader's plan.
+func (rd *reader) readAll(r io.Reader, base string) error {
 	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
@@ -79,23 +99,18 @@ func ReadBack(r io.Reader, base string, man Manifest, skip SkipFunc, stage *Stag
 		}
 		if err != nil {
 			if errors.Is(err, tar.ErrHeader) || errors.Is(err, tar.ErrFieldTooLong) {
-				return nil, refuse("the archive is malformed after %d entries: %v", rd.count, err)
+				return refuse("the archive is malformed after %d entries: %v", rd.count, err)
 			}
-			return nil, fmt.Errorf("read the archive: %w", err)
+			return fmt.Errorf("read the archive: %w", err)
 		}
 		if err := rd.entry(tr, hdr, base); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if rd.prefix == "" {
-		return nil, refuse("the archive is empty")
+		return refuse("the archive is empty")
 	}
-	for rel := range man {
-		if _, ok := rd.seen[rel]; !ok {
-			rd.plan.deletes = append(rd.plan.deletes, rel)
-		}
-	}
-	return rd.plan, nil
+	return nil
 }
 
 // entry checks one header against the limits and the rules and records what it means.
@@ -175,7 +190,17 @@ func (rd *reader) record(r io.Reader, hdr *tar.Header, rel string) error {
 			plan.changes = append(plan.changes, c)
 		}
 	case tar.TypeLink:
+		if rd.upper && rd.seen[rd.linkTarget(hdr)] == 'w' {
+			rd.seen[rel] = 'w' // the overlay links its whiteouts to one another
+			return nil
+		}
 		return rd.hardLink(hdr, rel, mode, old, had)
+	case tar.TypeChar:
+		if rd.upper && hdr.Devmajor == 0 && hdr.Devminor == 0 {
+			rd.seen[rel] = 'w'
+			return nil
+		}
+		return refuse("%q is a device, pipe or other special file (type %q)", rel, hdr.Typeflag)
 	default:
 		return refuse("%q is a device, pipe or other special file (type %q)", rel, hdr.Typeflag)
 	}

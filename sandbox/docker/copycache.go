@@ -53,7 +53,11 @@ type cacheEntry struct {
 	stamps map[string]stamp // what the volume holds; nil: start a new volume
 	// sent is how many files and links the last fill sent (a new volume: all of them).
 	sent int
-	used time.Time // the last claim, for the eviction (under copyCache.mu)
+	// man is what the volume holds, with the files' hashes (nil: start a new volume); mountpoint
+	// is its path on the engine's machine (an overlay's lower layer).
+	man        archive.Manifest
+	mountpoint string
+	used       time.Time // the last claim, for the eviction (under copyCache.mu)
 }
 
 // maxKept bounds the kept volumes of an executor: a new tree beyond it evicts the least
@@ -63,6 +67,11 @@ const maxKept = 8
 type copyCache struct {
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
+	// overlay is whether writable trees are overlays of their kept volume ('y', 'n'; 0: not
+	// probed yet), overlayWhy the probe's answer (overlay.go).
+	overlayMu  sync.Mutex
+	overlay    byte
+	overlayWhy string
 }
 
 // cacheKey names a directory Mount's tree for one container identity.
@@ -78,7 +87,7 @@ func cacheKey(d *copied, id identity) string {
 // claimCache returns d's kept volume locked for filling, or nil when d cannot use one now (a
 // writable Mount, or the volume is being filled or mounted by another call).
 func (e *Executor) claimCache(d *copied, id identity) *cacheEntry {
-	if !d.m.ReadOnly {
+	if !d.m.ReadOnly && !d.overlay {
 		return nil
 	}
 	key := cacheKey(d, id)
@@ -192,7 +201,12 @@ func (e *Executor) prepareCached(ctx context.Context, d *copied, runID string, i
 	skipNested := archive.Under(d.nested)
 	cur := walkStamps(d.m.Source, skipNested)
 	changed, full := diff(ent.stamps, cur)
-	ent.stamps = nil // until the fill succeeded
+	full = full || ent.man == nil
+	d.man = archive.Manifest{}
+	if !full {
+		d.man = maps.Clone(ent.man)
+	}
+	ent.stamps, ent.man = nil, nil // until the fill succeeded
 	if full || ent.volume == "" {
 		old := ent.volume
 		ent.volume = ""
@@ -208,7 +222,7 @@ func (e *Executor) prepareCached(ctx context.Context, d *copied, runID string, i
 		if err != nil {
 			return nil, e.launchError("volume create", runID, err)
 		}
-		ent.volume = v.Volume.Name
+		ent.volume, ent.mountpoint = v.Volume.Name, v.Volume.Mountpoint
 		changed = nil
 	}
 	d.volume = ent.volume
@@ -245,13 +259,13 @@ func (d *copied) settle(ok bool) {
 		return
 	}
 	if ok {
-		ent.stamps = d.pending
+		ent.stamps, ent.man = d.pending, d.man
 		ent.mu.Unlock()
 		ent.mu.RLock()
 		d.cacheState = 'r'
 		return
 	}
-	ent.stamps = nil
+	ent.stamps, ent.man = nil, nil
 	ent.mu.Unlock()
 	d.cacheState = 0
 }

@@ -54,6 +54,11 @@ type copied struct {
 	cacheState byte
 	fillSkip   archive.SkipFunc
 	pending    map[string]stamp
+	// overlay: the run mounts merged, an overlay of the kept volume and upper, a volume of its
+	// own that the filler mounts at upperAt (overlay.go); upperPoint is upper's path on the
+	// engine's machine.
+	overlay                            bool
+	upper, upperPoint, upperAt, merged string
 }
 
 // copySet is the copy-mode state of one run: its volumes and how to bring changes back.
@@ -64,6 +69,9 @@ type copySet struct {
 	// its volume (a read-only one without its write bits, which is all a file in a volume can
 	// have; never brought back).
 	files []sandbox.Mount
+	// filler is kept until the copy back when a directory is an overlay: it reads the upper
+	// volumes.
+	filler string
 }
 
 // prepareCopy creates one volume per directory Mount, fills them through a filler container
@@ -88,13 +96,20 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	}
 	labels[LabelRun], labels[LabelInstance] = runID, e.instance
 	for i, d := range cs.dirs {
+		e.wantsOverlay(ctx, d)
 		if ent := e.claimCache(d, id); ent != nil {
 			d.cache, d.cacheState = ent, 'w'
 			if d.fillSkip, err = e.prepareCached(ctx, d, runID, i, labels); err != nil {
 				return nil, nil, err
 			}
+			if d.overlay {
+				if err := e.prepareUpper(ctx, d, runID, i, labels); err != nil {
+					return nil, nil, err
+				}
+			}
 			continue
 		}
+		d.overlay = false // its kept volume is busy: a volume of its own
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{
 			Name:   "cline-mcp-" + runID + "-" + strconv.Itoa(i),
@@ -118,10 +133,15 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	if err != nil {
 		return nil, nil, err
 	}
-	defer e.remove(ctx, filler)
+	cs.filler = filler
 	for _, d := range cs.dirs {
 		if err := cs.fill(ctx, filler, d, u); err != nil {
 			return nil, nil, err
+		}
+		if d.overlay {
+			if err := e.fillUpper(ctx, filler, d, u); err != nil {
+				return nil, nil, e.copyError(ctx, "prepare the overlay of "+d.m.Source, filler, err)
+			}
 		}
 	}
 	for _, f := range cs.files {
@@ -132,6 +152,19 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	}
 	for _, d := range cs.dirs {
 		d.settle(true)
+	}
+	overlays := false
+	for i, d := range cs.dirs {
+		if d.overlay {
+			overlays = true
+			if err := e.mergeOverlay(ctx, d, runID, i, labels); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if !overlays {
+		e.remove(ctx, filler)
+		cs.filler = ""
 	}
 	return cs, cs.volumeMounts(true), nil
 }
@@ -204,7 +237,14 @@ func rel(dir, p string) string { return strings.TrimPrefix(p, strings.TrimSuffix
 func (cs *copySet) volumeMounts(forRun bool) []mount.Mount {
 	out := make([]mount.Mount, 0, len(cs.dirs))
 	for _, d := range cs.dirs {
-		out = append(out, mount.Mount{Type: mount.TypeVolume, Source: d.volume, Target: d.m.Target, ReadOnly: forRun && d.m.ReadOnly})
+		src := d.volume
+		if forRun && d.overlay {
+			src = d.merged
+		}
+		out = append(out, mount.Mount{Type: mount.TypeVolume, Source: src, Target: d.m.Target, ReadOnly: forRun && d.m.ReadOnly})
+		if !forRun && d.overlay {
+			out = append(out, mount.Mount{Type: mount.TypeVolume, Source: d.upper, Target: d.upperAt})
+		}
 	}
 	return out
 }
@@ -219,7 +259,10 @@ func (cs *copySet) fill(ctx context.Context, filler string, d *copied, u runUser
 		skip = d.fillSkip
 	}
 	var noRecord archive.SkipFunc
-	if !d.m.ReadOnly && d.m.Return.Tree {
+	switch {
+	case d.cache != nil: // d.man is what the kept volume holds; the fill updates it
+		noRecord = archive.HasGitPart
+	case !d.m.ReadOnly && d.m.Return.Tree:
 		d.man = archive.Manifest{}
 		noRecord = archive.HasGitPart
 	}
@@ -326,6 +369,9 @@ func (cs *copySet) treeBack(ctx context.Context, id string, d *copied) error {
 	}
 	defer stage.Close()
 	skip := func(r string) bool { return archive.HasGitPart(r) || archive.Under(d.nested)(r) }
+	if d.overlay {
+		return cs.overlayBack(ctx, id, d, stage, skip)
+	}
 	plan, err := archive.ReadBack(res.Content, path.Base(d.m.Target), d.man, skip, stage, cs.e.backLimits)
 	if err != nil {
 		return err
@@ -360,7 +406,16 @@ func (cs *copySet) fileBack(ctx context.Context, id string, d *copied, f string)
 func (cs *copySet) cleanup(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
+	if cs.filler != "" {
+		cs.e.remove(ctx, cs.filler)
+	}
 	for _, d := range cs.dirs {
+		// The overlay before its layers; "not found": it was never made.
+		for _, v := range []string{d.merged, d.upper} {
+			if v != "" {
+				_, _ = cs.e.cli.VolumeRemove(rctx, v, client.VolumeRemoveOptions{Force: true})
+			}
+		}
 		if d.cache != nil {
 			d.release() // kept for the next call
 			continue

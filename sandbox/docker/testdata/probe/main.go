@@ -174,6 +174,9 @@ func main() {
 		case "link":
 			old, p := next(), next()
 			report(step, p, os.Link(old, p))
+		case "rename":
+			old, p := next(), next()
+			report(step, p, os.Rename(old, p))
 		case "mkfifo":
 			p := next()
 			report(step, p, syscall.Mkfifo(p, 0o644))
