@@ -49,6 +49,7 @@ func TestSecondEngineCopyMode(t *testing.T) {
 	t.Logf("probe: %s", why)
 	t.Run("round trip", func(t *testing.T) { testCopyRoundTrip(t, e) })
 	t.Run("special file refused", func(t *testing.T) { testCopyRefusesSpecialFiles(t, e) })
+	t.Logf("writable trees: %s", e.cache.overlayWhy)
 	if left, err := eng.Leftovers(t.Context(), LabelRun); err != nil || len(left) > 0 {
 		t.Errorf("left on the engine: %v %v", left, err)
 	}
