@@ -30,11 +30,9 @@ func cachedSent(t *testing.T, e *Executor) (sent int, volume string) {
 	return 0, ""
 }
 
-// A read-only tree in copy mode is copied once; the next calls send only what changed on the
-// host (a new volume when something was removed), every call sees the host's current tree, and
-// a run cannot change the kept volume (it is mounted read-only: the attempt is shown to run).
-func TestCopyCacheIncremental(t *testing.T) {
-	e := newTestExecutor(t, WithMounts(MountsCopy), WithNetwork("none"), WithInstanceID("copy-cache-"+t.Name()))
+// fiftyFiles is a checkout of 50 files in five directories ("d<i%5>/f<i>.txt", "v0 <i>\n").
+func fiftyFiles(t *testing.T) string {
+	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -43,9 +41,26 @@ func TestCopyCacheIncremental(t *testing.T) {
 	for i := range 50 {
 		writeTestFile(t, filepath.Join(repo, fmt.Sprintf("d%d", i%5), fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("v0 %d\n", i))
 	}
-	// Old enough not to count as possibly changing again within the file system's clock.
+	ageTree(t, repo)
+	return repo
+}
+
+// ageTree dates every file of a tree an hour back: old enough not to count as possibly
+// changing again within the file system's clock (such a file is sent again on the next fill).
+func ageTree(t *testing.T, dir string) {
+	t.Helper()
 	old := time.Now().Add(-time.Hour)
-	_ = filepath.WalkDir(repo, func(p string, _ os.DirEntry, _ error) error { return os.Chtimes(p, old, old) })
+	if err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error { return os.Chtimes(p, old, old) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A read-only tree in copy mode is copied once; the next calls send only what changed on the
+// host (a new volume when something was removed), every call sees the host's current tree, and
+// a run cannot change the kept volume (it is mounted read-only: the attempt is shown to run).
+func TestCopyCacheIncremental(t *testing.T) {
+	e := newTestExecutor(t, WithMounts(MountsCopy), WithNetwork("none"), WithInstanceID("copy-cache-"+t.Name()))
+	repo := fiftyFiles(t)
 
 	call := func(steps ...string) string {
 		t.Helper()

@@ -3,13 +3,11 @@
 package docker
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
@@ -20,17 +18,9 @@ import (
 // host's tree in the kept volume without a file being sent again.
 func TestCopyOverlay(t *testing.T) {
 	e := newTestExecutor(t, WithMounts(MountsCopy), WithNetwork("none"), WithInstanceID("copy-overlay-"+t.Name()))
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := filepath.Join(root, "repo")
-	for i := range 50 {
-		writeTestFile(t, filepath.Join(repo, fmt.Sprintf("d%d", i%5), fmt.Sprintf("f%02d.txt", i)), fmt.Sprintf("v0 %d\n", i))
-	}
+	repo := fiftyFiles(t)
 	writeTestFile(t, filepath.Join(repo, "move.txt"), "move\n")
-	old := time.Now().Add(-time.Hour)
-	_ = filepath.WalkDir(repo, func(p string, _ os.DirEntry, _ error) error { return os.Chtimes(p, old, old) })
+	ageTree(t, repo)
 	r := func(p string) string { return filepath.Join(repo, p) }
 	call := func(wantErr bool, steps ...string) string {
 		t.Helper()
@@ -75,7 +65,7 @@ func TestCopyOverlay(t *testing.T) {
 
 	// Removals on the host make the next fill start a new kept volume; this one is refused.
 	// (Old stamps: a file written within two seconds of a fill would be sent again anyway.)
-	_ = filepath.WalkDir(repo, func(p string, _ os.DirEntry, _ error) error { return os.Chtimes(p, old, old) })
+	ageTree(t, repo)
 	out = call(true, "write", r("d2/f07.txt"), "tampered", "rm", r("d0"), "write", r("d4/x.txt"), "x", "mkfifo", r("pipe"))
 	if !strings.Contains(out, "mkfifo "+r("pipe")+" ok") || !strings.Contains(out, "write "+r("d2/f07.txt")+" ok") {
 		t.Fatalf("the hostile run did not run:\n%s", out)
