@@ -20,7 +20,9 @@ import (
 // it lies wherever the line does. (Entry lists, not raw bytes, keep inputs short: an input the
 // fuzzer finds interesting is minimised in moments, not in the minute a 4 KiB tar takes.)
 // Whatever the input: no panic, the stage never takes more than lim.Staged, a refusal leaves
-// the checkout as it was, nothing is written outside the checkout, no .git reaches it.
+// the checkout as it was, nothing is written outside the checkout, no .git reaches it. Each
+// input is read both as a whole tree (ReadBack) and as an overlay's upper directory
+// (ReadBackUpper, where '3' 0/0 entries are whiteouts).
 func FuzzReadBack(f *testing.F) {
 	for _, seed := range []string{
 		"5 repo/\n0 repo/a.txt 3 new\n5 repo/d/\n0 repo/d/b 1 b\n2 repo/l 0 a.txt\n1 repo/h 0 repo/a.txt",
@@ -32,44 +34,58 @@ func FuzzReadBack(f *testing.F) {
 		"5 repo/\nx size 99999999\n0 repo/p 1 p",
 		"5 repo/\nx GNU.sparse.major 1\nx GNU.sparse.minor 0\nx GNU.sparse.realsize 2600000000\n0 repo/s 1 s",
 		"5 repo/\n6 repo/fifo 0\n0 repo/keep.txt 4 kept",
+		"5 repo/\n3 repo/keep.txt 0\n1 repo/w2 0 repo/keep.txt\n0 repo/w2/x 1 x",
+		"5 repo/\n5 repo/d/\n3 repo/d/gone 0\n0 repo/d/new 3 new",
 	} {
 		f.Add(seed)
 	}
 	lim := Limits{Entries: 64, Read: 1 << 20, File: 8 << 10, Staged: 6 * StageBlock, Name: 128, Depth: 8, Names: 2048}
 	f.Fuzz(func(t *testing.T, spec string) {
-		root := t.TempDir()
-		repo, outside := filepath.Join(root, "repo"), filepath.Join(root, "outside")
-		writeTestFile(t, filepath.Join(repo, "keep.txt"), "keep")
-		writeTestFile(t, filepath.Join(outside, "secret"), "secret")
-		man := Manifest{}
-		var in bytes.Buffer
-		if err := WriteTree(tar.NewWriter(&in), repo, Owner{}, func(string) bool { return false }, nil, man); err != nil {
-			t.Fatal(err)
-		}
-		st, err := NewStage(t.TempDir(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		plan, err := ReadBack(bytes.NewReader(entryArchive(spec)), "repo", man, HasGitPart, st, lim)
-		if _, cost := stagedBytes(t, st); cost > lim.Staged {
-			t.Fatalf("the stage takes %d bytes, more than %d", cost, lim.Staged)
-		}
-		if err == nil {
-			err = plan.Apply(repo)
-		}
-		if errors.Is(err, ErrRefused) {
-			if fi, lerr := os.Lstat(filepath.Join(repo, "keep.txt")); lerr != nil || !fi.Mode().IsRegular() || readTestFile(t, filepath.Join(repo, "keep.txt")) != "keep" {
-				t.Fatalf("a refused archive changed the checkout: %v", err)
-			}
-		}
-		if got := tree(t, outside); got != "secret:secret;" {
-			t.Fatalf("written outside the checkout: %s", got)
-		}
-		if _, err := os.Lstat(filepath.Join(repo, ".git")); err == nil {
-			t.Fatalf("a .git reached the checkout")
-		}
+		fuzzOnce(t, spec, lim, false)
+		fuzzOnce(t, spec, lim, true)
 	})
+}
+
+// fuzzOnce is one FuzzReadBack input, read as a whole tree or as an upper directory.
+func fuzzOnce(t *testing.T, spec string, lim Limits, upper bool) {
+	root := t.TempDir()
+	repo, outside := filepath.Join(root, "repo"), filepath.Join(root, "outside")
+	writeTestFile(t, filepath.Join(repo, "keep.txt"), "keep")
+	writeTestFile(t, filepath.Join(outside, "secret"), "secret")
+	man := Manifest{}
+	var in bytes.Buffer
+	if err := WriteTree(tar.NewWriter(&in), repo, Owner{}, func(string) bool { return false }, nil, man); err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStage(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var plan *Plan
+	if upper {
+		visible := func(rel string) (bool, error) { return len(rel)%2 == 0, nil }
+		plan, err = ReadBackUpper(bytes.NewReader(entryArchive(spec)), "repo", man, HasGitPart, st, lim, visible)
+	} else {
+		plan, err = ReadBack(bytes.NewReader(entryArchive(spec)), "repo", man, HasGitPart, st, lim)
+	}
+	if _, cost := stagedBytes(t, st); cost > lim.Staged {
+		t.Fatalf("the stage takes %d bytes, more than %d", cost, lim.Staged)
+	}
+	if err == nil {
+		err = plan.Apply(repo)
+	}
+	if errors.Is(err, ErrRefused) {
+		if fi, lerr := os.Lstat(filepath.Join(repo, "keep.txt")); lerr != nil || !fi.Mode().IsRegular() || readTestFile(t, filepath.Join(repo, "keep.txt")) != "keep" {
+			t.Fatalf("a refused archive changed the checkout: %v", err)
+		}
+	}
+	if got := tree(t, outside); got != "secret:secret;" {
+		t.Fatalf("written outside the checkout: %s", got)
+	}
+	if _, err := os.Lstat(filepath.Join(repo, ".git")); err == nil {
+		t.Fatalf("a .git reached the checkout")
+	}
 }
 
 // entryArchive writes the entry lines of FuzzReadBack as a tar stream, lies included.
