@@ -136,6 +136,7 @@ type Runner struct {
 	acp       *engine.ACP   // the ACP engine, with its warm processes
 	leases    leases        // worktrees kept for workspace sessions (session.go)
 	layouts   layouts       // repository layouts of live container sessions (livesession.go)
+	dirs      dirLayouts    // repository layouts of ask_cline's directories (dirlayout.go)
 	slots     slots         // MaxConcurrent
 	checkouts keyedSlots    // apply_cline_edits, per checkout
 }

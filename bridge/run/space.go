@@ -47,7 +47,7 @@ func (r *Runner) workspaceFor(c Call) workspace {
 	case ReviewCline:
 		return &reviewSpace{worktreeSpace: &worktreeSpace{git: r.cfg.Git, wts: r.cfg.Worktrees, cwd: c.Cwd, leases: &r.leases}, target: c.Target, focus: c.Focus}
 	default:
-		return &cwdSpace{git: r.cfg.Git, cwd: c.Cwd, live: r.liveLayout(c.SessionID)}
+		return &cwdSpace{git: r.cfg.Git, cwd: c.Cwd, live: r.liveLayout(c.SessionID), known: &r.dirs}
 	}
 }
 
@@ -60,6 +60,8 @@ type cwdSpace struct {
 	// live is the layout recorded by the session's last turn while its container is kept
 	// (livesession.go): the turn that takes the container needs no git process for its shape.
 	live func() (*git.Repo, bool)
+	// known are the layouts of earlier calls' directories (dirlayout.go).
+	known *dirLayouts
 }
 
 func (w *cwdSpace) prepare(context.Context, *Result) (string, []string, *failure) {
@@ -75,8 +77,8 @@ func (w *cwdSpace) mounts(ctx context.Context) ([]sandbox.Mount, error) {
 	if w.repo == nil {
 		if r, ok := w.live(); ok {
 			w.repo = r
-		} else if r, err := w.git.Open(ctx, w.cwd); err == nil {
-			w.repo = &r
+		} else {
+			w.repo = w.known.open(ctx, w.git, w.cwd)
 		}
 	}
 	return git.Mounts(git.Analysis, w.repo, w.cwd)

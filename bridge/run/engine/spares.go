@@ -63,6 +63,10 @@ type spares struct {
 	stop context.CancelFunc
 }
 
+// spareDelay is how long after the turn that fills them the spares start: the rest of the call
+// (the merge-back, the session's record, the answer) comes first.
+const spareDelay = 50 * time.Millisecond
+
 // take returns a ready spare for key, or nil.
 func (p *spares) take(key agentKey) *spare {
 	p.mu.Lock()
@@ -98,6 +102,14 @@ func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk
 		p.mu.Unlock()
 		go func() {
 			defer p.wg.Done()
+			// After the call's answer: the spare's files and container would otherwise share the
+			// machine with what is left of the call that fills it.
+			select {
+			case <-ctx.Done():
+				p.park(key, nil)
+				return
+			case <-time.After(spareDelay):
+			}
 			s := p.start(ctx, exec, spec, mk, e)
 			p.park(key, s)
 		}()

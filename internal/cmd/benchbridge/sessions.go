@@ -78,6 +78,9 @@ func benchFirstTurns(server, fake, image string, n int, gap time.Duration) error
 		return err
 	}
 	defer os.RemoveAll(root)
+	if err := genRepo(work, 10); err != nil { // ask_cline's usual directory: a repository
+		return err
+	}
 	acp := func(extra ...string) []string {
 		return append([]string{"--cline-protocol", "acp", "--sessions-dir", filepath.Join(root, "sessions", fmt.Sprint(len(extra)))}, extra...)
 	}
