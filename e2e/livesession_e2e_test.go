@@ -3,8 +3,12 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,28 +207,72 @@ func TestLiveContainerSessionNotKept(t *testing.T) {
 	}
 }
 
-// TestLiveContainerSessionKeylessNotKept: a key-less session turn (the provider key with the
-// egress proxy; the result says so, the marker) does not keep its container: the proxy's grant
-// and allowance are the call's, so after the turn the server has no container left.
-func TestLiveContainerSessionKeylessNotKept(t *testing.T) {
+// TestLiveContainerSessionKeyless: a key-less session (the provider key with the egress proxy;
+// the result says so, the marker) keeps its container too. Between its turns the proxy lends the
+// key to nothing: the CLI process of turn 1, still running in the kept container, calls the
+// provider again after the turn (its report is shown to exist) and is refused, and turn 2's
+// enforcement names that refusal. Turn 2 runs in the same container and reaches the provider
+// with the key again, under its own allowance; each turn's answers are counted.
+func TestLiveContainerSessionKeyless(t *testing.T) {
 	w := newEgressWorld(t)
 	e := prepareEnv(t)
-	if err := os.WriteFile(e.providers, []byte(keylessProviders("openai-compatible", "http://"+w.provider+":18080/v1", secretKey(t))), 0o600); err != nil {
+	key := secretKey(t)
+	if err := os.WriteFile(e.providers, []byte(keylessProviders("openai-compatible", "http://"+w.provider+":18080/v1", key)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.startWithEnv(nil, "--cline-protocol", "acp", "--sessions-dir", filepath.Join(t.TempDir(), "sessions"),
+	sessions := filepath.Join(t.TempDir(), "sessions")
+	e.startWithEnv(nil, "--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "30s",
 		"--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
-	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "fake:pong"})
-	wantDockerOK(t, sc)
-	if enf, _ := sc["enforcement"].(map[string]any); enf == nil || enf["credentialOutside"] != true {
-		t.Fatalf("the turn was not key-less, the test would prove nothing: %v", sc["enforcement"])
-	}
-	if sc["sessionId"] == nil {
-		t.Fatalf("no session: %v", sc)
-	}
-	// Its runs' containers: the egress proxy is a container of the server too.
 	runs := func() []string { return serverRuns(t, e.sess.Cmd.Process.Pid) }
-	if !mcpsession.Eventually(10*time.Second, func() bool { return len(runs()) == 0 }) {
-		t.Fatalf("a key-less session's container %v was kept", runs())
+	turn := func(n int, prompt, session string) (map[string]any, map[string]any) {
+		t.Helper()
+		args := map[string]any{"prompt": prompt}
+		if session != "" {
+			args["sessionId"] = session
+		}
+		sc, _ := dockerCall(e, "ask_cline", args)
+		wantDockerOK(t, sc)
+		if enf, _ := enforcementOf(t, sc); enf["credentialOutside"] != true {
+			t.Fatalf("turn %d was not key-less, the test would prove nothing: %v", n, enf)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil {
+			t.Fatalf("turn %d: report %q: %v", n, sc["text"], err)
+		}
+		if rep["status"] != float64(200) || rep["api_key_prefix"] != "sk-cline-mcp-placeholder-" {
+			t.Errorf("turn %d: the provider through the proxy answered %v with key %v..., want 200 and a placeholder", n, rep["status"], rep["api_key_prefix"])
+		}
+		return sc, rep
+	}
+	call := "fake:call_provider?path=chat/completions&header=Authorization"
+	first, rep1 := turn(1, call+"&later=1000", "")
+	id, _ := first["sessionId"].(string)
+	kept := runs()
+	if len(kept) != 1 || !strings.HasPrefix(kept[0], mcpsession.Str(rep1, "host")) {
+		t.Fatalf("after a key-less turn the server's run containers are %v, want turn 1's (%v) kept", kept, rep1["host"])
+	}
+	late := filepath.Join(sessionData(t, sessions, id), "late.json")
+	var lateRep map[string]any
+	if !mcpsession.Eventually(20*time.Second, func() bool {
+		b, err := os.ReadFile(late)
+		return err == nil && json.Unmarshal(b, &lateRep) == nil
+	}) {
+		t.Fatalf("the kept process made no provider request between the turns (no %s): the test would prove nothing", late)
+	}
+	if lateRep["status"] != float64(403) || !strings.Contains(mcpsession.Str(lateRep, "head"), "no provider credential is lent") {
+		t.Errorf("between the turns the provider request got %v %v, want the proxy's refusal", lateRep["status"], lateRep["head"])
+	}
+
+	second, rep2 := turn(2, call, id)
+	if rep2["host"] != rep1["host"] {
+		t.Errorf("turn 2 ran in %v, not in the session's kept container %v", rep2["host"], rep1["host"])
+	}
+	enf, _ := enforcementOf(t, second)
+	if refused, _ := enf["refusedEndpoints"].([]any); !slices.Contains(refused, any("provider.cline-mcp.invalid:80")) {
+		t.Errorf("turn 2's enforcement does not name the refusal between the turns: %v", enf)
+	}
+	out, _ := exec.Command("docker", "logs", w.provider).CombinedOutput()
+	if n := strings.Count(string(out), fmt.Sprintf(`authorization=["Bearer %s"]`, key)); n != 2 {
+		t.Errorf("the provider got the real key %d times, want once per turn", n)
 	}
 }

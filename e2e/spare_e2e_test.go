@@ -139,10 +139,10 @@ func TestSpareAgentKilledServer(t *testing.T) {
 }
 
 // TestSpareAgentKeyless: a key-less conversation (the key with the egress proxy) gets spares too,
-// and they hold no key: the second conversation's first turn runs in the spare — afterwards the
-// spare is gone and another new container waits, where a cold call would have left the spare
-// alone — reaches the provider through the proxy with the real key while its container has only a
-// placeholder (the key search finds nothing), and its container is not kept after the turn.
+// and they hold no key: the second conversation's first turn runs in the spare (its container's
+// host name is the spare's, not the first session's), reaches the provider through the proxy with
+// the real key while its container has only a placeholder (the key search finds nothing), and
+// the spare is then that conversation's kept container, with a new spare beside it.
 func TestSpareAgentKeyless(t *testing.T) {
 	w := newEgressWorld(t)
 	e := prepareEnv(t)
@@ -154,7 +154,7 @@ func TestSpareAgentKeyless(t *testing.T) {
 		"--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
 	runs := func() []string { return serverRuns(t, e.sess.Cmd.Process.Pid) }
 	prompt := "Call fake:call_provider?path=chat/completions&header=Authorization&needle=" + masked(key)
-	call := func(n int) {
+	call := func(n int) string {
 		t.Helper()
 		sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": prompt})
 		wantDockerOK(t, sc)
@@ -171,17 +171,33 @@ func TestSpareAgentKeyless(t *testing.T) {
 		if enf, _ := enforcementOf(t, sc); enf["credentialOutside"] != true {
 			t.Fatalf("call %d was not key-less, the test would prove nothing: %v", n, enf)
 		}
+		return mcpsession.Str(rep, "host")
 	}
-	call(1)
-	var spare []string
-	if !mcpsession.Eventually(60*time.Second, func() bool { spare = runs(); return len(spare) == 1 }) {
-		t.Fatalf("run containers after the first key-less turn: %v, want its spare alone (the turn's own is not kept)", spare)
+	of := func(ids []string, host string) string {
+		for _, id := range ids {
+			if host != "" && strings.HasPrefix(id, host) {
+				return id
+			}
+		}
+		return ""
+	}
+	host1 := call(1)
+	var before []string
+	if !mcpsession.Eventually(60*time.Second, func() bool { before = runs(); return len(before) == 2 && of(before, host1) != "" }) {
+		t.Fatalf("run containers after the first key-less turn: %v, want its own (%s, kept for its session) and a spare", before, host1)
 	}
 	time.Sleep(2 * time.Second) // its CLI initializes (milliseconds for the fake CLI)
-	call(2)
+	host2 := call(2)
+	spare := of(before, host2)
+	if spare == "" || strings.HasPrefix(spare, host1) {
+		t.Fatalf("the second conversation ran in %q, not in the spare of %v (the first session's: %q)", host2, before, host1)
+	}
 	var after []string
-	if !mcpsession.Eventually(60*time.Second, func() bool { after = runs(); return len(after) == 1 && after[0] != spare[0] }) {
-		t.Fatalf("run containers after the second turn: %v, want a new spare in place of %s (used once, not kept)", after, spare[0])
+	if !mcpsession.Eventually(60*time.Second, func() bool { after = runs(); return len(after) == 3 }) {
+		t.Fatalf("run containers after the second turn: %v, want the two sessions' and a new spare", after)
+	}
+	if !slices.Contains(after, spare) || !slices.Contains(after, of(before, host1)) {
+		t.Errorf("run containers after the second turn %v lack a session's (%s, %s)", after, host1, spare)
 	}
 	out, _ := exec.Command("docker", "logs", w.provider).CombinedOutput()
 	if n := strings.Count(string(out), fmt.Sprintf(`authorization=["Bearer %s"]`, key)); n < 2 {

@@ -158,6 +158,17 @@ type Spec struct {
 	// Started, when set, is told what the container was created with, before it starts (what
 	// Exit.Container carries at the end): a run that outlives its call reports it early.
 	Started func(ContainerReport)
+	// Live, when set, is given the run's Settler before it starts, by an executor whose egress
+	// proxy can settle the run's grant between two uses of a kept process (a container session's
+	// turns); not called otherwise.
+	Live func(Settler)
+}
+
+// Settler settles a running container's egress grant: it returns what the proxy refused and
+// counted since the run started or was last settled, and from then on lends the run cred (with
+// its fresh allowance), or no credential at all when cred is nil.
+type Settler interface {
+	Settle(ctx context.Context, cred *Credential) (*EgressReport, error)
 }
 
 // ProviderProxyAddr is where a run whose Spec has a Credential finds its provider: a listener on

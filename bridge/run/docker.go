@@ -90,7 +90,7 @@ func (p *prep) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Env = cline.Env(nil, extra)
 	spec.Dir = p.dir
 	spec.Labels = map[string]string{"cline-mcp.tool": string(p.Tool)}
-	if live { // a key-less turn's container is never kept (its grant is the call's), but it gets spares
+	if live {
 		a.shape = shapeOf(*spec, cp.Dir, p.sess.data, a.placeholder)
 		a.spare = p.spareMaker(a, spec, cp.Dir)
 	}

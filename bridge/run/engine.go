@@ -83,7 +83,8 @@ func (p *prep) keepAs(iso sandbox.Isolation) string {
 // (bridge/run/engine: keyed by the session and the container's shape): a conversation of
 // ask_cline or ask_cline_workspace with its own data dir. apply_cline_edits never keeps its
 // container — a process a turn left in it could change the checkout after the call's diff was
-// taken — and a review is one turn. A key-less run never does either (livesession.go).
+// taken — and a review is one turn. A key-less run's is kept when its grant can be settled
+// between turns (livesession.go).
 func (p *prep) liveSession() bool {
 	return p.sess.data != "" && (p.Tool == AskCline || p.Tool == AskClineWorkspace)
 }

@@ -24,12 +24,13 @@ import (
 // a new container. What the host reads after each turn is read as for any container: usage from
 // the session's data dir and the settings copy, through os.Root, never following a link.
 //
+// A key-less run's container is kept when the egress proxy can settle its grant
+// (bridge/run/engine): after the turn the proxy counts the turn and lends the key to nothing until
+// the next turn re-arms it with that call's credential and allowance.
+//
 // Not kept (a container per turn, as before): apply_cline_edits (a process a turn left behind could
-// change the checkout after the call's diff was taken), a key-less run (its credential grant and
-// the egress proxy's allowance are the call's, armed when its container is created, and the
-// proxy's count comes only when the container ends: a kept container would go on with the
-// first call's allowance), a copy-mode engine (the changes come back only when the container
-// ends) and Kubernetes pods.
+// change the checkout after the call's diff was taken), a copy-mode engine (the changes come back
+// only when the container ends) and Kubernetes pods.
 
 // layouts are the repository layouts (git.Repo; nil: not in one) of ask_cline's live sessions,
 // recorded by the turn that kept the container: the next turn's mounts, and so its shape, use it

@@ -12,8 +12,7 @@ import (
 )
 
 // Spare agents (bridge/run/engine spares.go) are started for the first turns of Docker
-// conversations whose container may be kept (liveSession; a key-less one's too, whose container is
-// then not kept after its turn), when the server keeps warm containers (--docker-warm). A spare's
+// conversations whose container may be kept (liveSession; a key-less one's too), when the server keeps warm containers (--docker-warm). A spare's
 // run is the first turn's spec with the call's own directories replaced by fresh ones: the
 // settings copy's directory, refilled from what the host wrote into it before the turn's run
 // started (snapshotDir; never read after the run could change it), and a new session data dir; a

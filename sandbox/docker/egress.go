@@ -232,12 +232,19 @@ func withoutProxyEnv(env []string) []string {
 	return out
 }
 
+// live gives spec.Live the run's grant when its proxy can settle it.
+func (r *runEgress) live(spec sandbox.Spec) {
+	if r != nil && spec.Live != nil && r.side.ctl.Has(egress.FeatureSettle) {
+		spec.Live(r)
+	}
+}
+
 // keepsCredential reports whether the proxy holds the run's provider credential.
 func (r *runEgress) keepsCredential() bool { return r != nil && r.cred }
 
 // end revokes the run's grant (once) and returns what the proxy refused and which endpoints
-// other than the Spec's own the run reached (nil when neither). It runs after the container is
-// gone; its own timeout keeps a wedged proxy from holding the call.
+// other than the Spec's own the run reached since its last settle (nil when neither). It runs
+// after the container is gone; its own timeout keeps a wedged proxy from holding the call.
 func (r *runEgress) end(ctx context.Context) *sandbox.EgressReport {
 	if r == nil {
 		return nil
@@ -247,17 +254,39 @@ func (r *runEgress) end(ctx context.Context) *sandbox.EgressReport {
 		defer cancel()
 		r.sum, _ = r.side.ctl.Revoke(rctx, r.token)
 	})
+	return r.report(r.sum)
+}
+
+// Settle ends a turn of a kept container: what the proxy did for the run since its start or
+// last settle, and the credential it lends from now on (nil: none until the next turn).
+func (r *runEgress) Settle(ctx context.Context, cred *sandbox.Credential) (*sandbox.EgressReport, error) {
+	var ec *egress.Credential
+	if cred != nil {
+		ec = egressCredential(cred)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	sum, err := r.side.ctl.Settle(sctx, r.token, ec)
+	if err != nil {
+		return nil, err
+	}
+	return r.report(sum), nil
+}
+
+// report is what a summary of the proxy says of the run: its refusals and the endpoints other
+// than the Spec's own it reached (nil when neither).
+func (r *runEgress) report(sum egress.Summary) *sandbox.EgressReport {
 	var rep sandbox.EgressReport
-	for _, c := range r.sum.Refused {
+	for _, c := range sum.Refused {
 		rep.Refused = append(rep.Refused, sandbox.Refusal{Target: c.Target, Count: c.Count, Reason: c.Reason, Budget: c.Budget})
 	}
-	for _, c := range r.sum.Allowed {
+	for _, c := range sum.Allowed {
 		if c.Rule != "" && slices.Contains(r.provider, c.Rule) {
 			continue
 		}
 		rep.Allowed = append(rep.Allowed, sandbox.Reached{Target: c.Target, Count: c.Count, Rule: c.Rule})
 	}
-	rep.Answers, rep.SpentUSD = r.sum.Answers, r.sum.SpentUSD
+	rep.Answers, rep.SpentUSD = sum.Answers, sum.SpentUSD
 	if len(rep.Refused)+len(rep.Allowed) == 0 && rep.Answers == 0 && rep.SpentUSD == 0 {
 		return nil
 	}

@@ -106,6 +106,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	if spec.Started != nil {
 		spec.Started(c.report)
 	}
+	eg.live(spec)
 	// Without this check a missing executable would only show as init's exit 127.
 	if err := e.statPath(ctx, c.id, spec.Path); err != nil {
 		return sandbox.Exit{}, err

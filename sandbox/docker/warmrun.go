@@ -72,6 +72,7 @@ func (e *Executor) runWarm(ctx context.Context, spec sandbox.Spec, runID string,
 	if spec.Started != nil {
 		spec.Started(c.report)
 	}
+	eg.live(spec)
 	started, err := c.launch(ctx, spec, w.slot, script)
 	if err != nil && !started {
 		// The launch file could not be written, or the container not attached (its waiter

@@ -90,6 +90,40 @@ func TestAllowanceCountsRequests(t *testing.T) {
 	}
 }
 
+// TestSettle: a settle returns what the run did since the last one and counts anew; without a
+// credential the run's provider requests get none (refused, never reaching the upstream) until
+// the next settle lends one again with a fresh allowance.
+func TestSettle(t *testing.T) {
+	w := newKeyWorld(t, nil, Allowance{Requests: 1, Limits: "one per turn"})
+	send := func() int { code, _, _ := w.send(t, "POST", "/v1/chat/completions"); return code }
+	if a, b := send(), send(); a != 200 || b != http.StatusForbidden {
+		t.Fatalf("turn 1: got %d then %d, want an answer then the allowance's refusal", a, b)
+	}
+	sum, err := w.p.Settle("run", nil)
+	if err != nil || sum.Answers != 1 || len(sum.Refused) != 1 || !sum.Refused[0].Budget {
+		t.Fatalf("turn 1's settle: %+v %v, want one answer and one budget refusal", sum, err)
+	}
+	if code := send(); code == 200 {
+		t.Fatalf("between turns a provider request got %d: the key was lent", code)
+	}
+	sum, err = w.p.Settle("run", w.cred)
+	if err != nil || sum.Answers != 0 || len(sum.Refused) != 1 || sum.Refused[0].Budget {
+		t.Fatalf("the idle time's settle: %+v %v, want the one refusal of a request without a credential", sum, err)
+	}
+	if code := send(); code != 200 {
+		t.Fatalf("turn 2 with a fresh allowance got %d", code)
+	}
+	if n := len(w.seen()); n != 2 {
+		t.Errorf("the upstream saw %d requests, want 2 (one per turn)", n)
+	}
+	if _, err := w.p.Settle("other", nil); err == nil {
+		t.Error("a run that was not granted was settled")
+	}
+	if sum := w.p.Revoke("run"); sum.Answers != 1 || len(sum.Refused) != 0 {
+		t.Errorf("the revoke after the settle: %+v, want turn 2's one answer", sum)
+	}
+}
+
 // TestAllowListOrderDoesNotMatter: an exact name on the allow-list reaches its private address
 // whether a wildcard of its domain (public addresses only) comes before or after it, and the
 // wildcard still keeps other names of the domain off private addresses.

@@ -15,7 +15,7 @@ import (
 // grant and revoke to the proxy's stdin; the proxy answers each on its stdout (granted, revoked,
 // or error with the same token) and announces itself once with ready.
 type Message struct {
-	Op    string   `json:"op"` // ready, grant, granted, revoke, revoked, error
+	Op    string   `json:"op"` // ready, grant, granted, settle, settled, revoke, revoked, error
 	Token string   `json:"token,omitempty"`
 	Allow []string `json:"allow,omitempty"` // grant
 	Addr  string   `json:"addr,omitempty"`  // ready: where the proxy listens
@@ -25,7 +25,7 @@ type Message struct {
 	// Credential (grant) is added by the proxy to the run's provider requests (ProviderHost).
 	// It is never echoed, logged or reported.
 	Credential *Credential `json:"credential,omitempty"`
-	Summary    *Summary    `json:"summary,omitempty"` // revoked
+	Summary    *Summary    `json:"summary,omitempty"` // settled, revoked
 	Error      string      `json:"error,omitempty"`
 }
 
@@ -34,7 +34,7 @@ type Message struct {
 // are answered with an error message.
 func (p *Proxy) Control(r io.Reader, w io.Writer, addr string) error {
 	enc := json.NewEncoder(w)
-	if err := enc.Encode(Message{Op: "ready", Addr: addr, Features: []string{FeatureCredential, FeatureCredentialPolicy}}); err != nil {
+	if err := enc.Encode(Message{Op: "ready", Addr: addr, Features: []string{FeatureCredential, FeatureCredentialPolicy, FeatureSettle}}); err != nil {
 		return fmt.Errorf("egress control: %w", err)
 	}
 	sc := bufio.NewScanner(r)
@@ -58,6 +58,12 @@ func (p *Proxy) Control(r io.Reader, w io.Writer, addr string) error {
 					p.Revoke(m.Token)
 					out = Message{Op: "error", Token: m.Token, Error: err.Error()}
 				}
+			}
+		case m.Op == "settle" && m.Token != "":
+			if s, err := p.Settle(m.Token, m.Credential); err != nil {
+				out = Message{Op: "error", Token: m.Token, Error: err.Error()}
+			} else {
+				out = Message{Op: "settled", Token: m.Token, Summary: &s}
 			}
 		case m.Op == "revoke" && m.Token != "":
 			s := p.Revoke(m.Token)
@@ -124,7 +130,7 @@ func (c *Client) read(r io.Reader) {
 			continue
 		}
 		c.mu.Lock()
-		for _, op := range []string{"granted", "revoked"} {
+		for _, op := range []string{"granted", "settled", "revoked"} {
 			if m.Op == "error" || m.Op == op {
 				if ch, ok := c.waiting[op+"/"+m.Token]; ok {
 					delete(c.waiting, op+"/"+m.Token)
@@ -175,6 +181,20 @@ func (c *Client) Has(feature string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Contains(c.features, feature)
+}
+
+// Settle returns what the run did since its grant or last settle and counts anew; cred is the
+// credential its provider requests get from now on (nil: none). A proxy that does not announce
+// FeatureSettle is refused before anything is sent.
+func (c *Client) Settle(ctx context.Context, token string, cred *Credential) (Summary, error) {
+	if !c.Has(FeatureSettle) {
+		return Summary{}, fmt.Errorf("egress settle: this proxy cannot settle a run (its image is older than this server)")
+	}
+	m, err := c.call(ctx, "settled", Message{Op: "settle", Token: token, Credential: cred})
+	if err != nil || m.Summary == nil {
+		return Summary{}, err
+	}
+	return *m.Summary, nil
 }
 
 // Revoke ends the run's grant and returns what it did.

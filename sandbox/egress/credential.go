@@ -32,6 +32,10 @@ const FeatureCredential = "credential"
 // server keeps a key outside only with such a proxy.
 const FeatureCredentialPolicy = "credential-policy"
 
+// FeatureSettle is announced by a proxy that settles a run between two uses of its container
+// (Proxy.Settle): the kept container of a key-less session.
+const FeatureSettle = "settle"
+
 // Credential is what a grant asks the proxy to add to the run's provider requests: the
 // upstream origin (https://host[:port], or http:// when the user's own endpoint is plain http)
 // and the headers to set. The values never leave the proxy: not in answers (scrubbed), logs or

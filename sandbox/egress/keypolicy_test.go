@@ -20,6 +20,7 @@ type keyWorld struct {
 	p     *Proxy
 	proxy string // the proxy's address
 	key   string
+	cred  *Credential // what the run was granted
 	mu    sync.Mutex
 	log   []string
 }
@@ -43,9 +44,10 @@ func newKeyWorld(t *testing.T, handler http.HandlerFunc, a Allowance) *keyWorld 
 	upHost := hostport(t, up.URL)
 	w.p = &Proxy{RootCAs: rootsOf(up)}
 	w.p.Grant("run", []string{upHost})
-	if err := w.p.GrantCredential("run", &Credential{Upstream: "https://" + upHost,
+	w.cred = &Credential{Upstream: "https://" + upHost,
 		Headers:  map[string]string{"Authorization": "Bearer " + w.key, "X-Team-Secret": "team-secret-value"},
-		BasePath: "/v1", Endpoints: []string{"POST /chat/completions"}, Allowance: a}); err != nil {
+		BasePath: "/v1", Endpoints: []string{"POST /chat/completions"}, Allowance: a}
+	if err := w.p.GrantCredential("run", w.cred); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(w.p)

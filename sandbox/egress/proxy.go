@@ -85,11 +85,47 @@ func (p *Proxy) Revoke(token string) Summary {
 	if g == nil {
 		return Summary{}
 	}
+	return g.summary()
+}
+
+// granted reports whether the run with token has a grant.
+func (p *Proxy) granted(token string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.grants[token] != nil
+}
+
+// summary is what the grant did so far (caller holds p.mu).
+func (g *grant) summary() Summary {
 	sum := Summary{Allowed: sortedCounts(g.allowed), Refused: sortedCounts(g.refused)}
 	if sp := g.spendOf(); sp != nil {
 		sum.Answers, sum.SpentUSD = sp.answered, sp.cost()
 	}
 	return sum
+}
+
+// Settle returns what the run with token did since its grant or its last settle, and starts
+// counting anew under the same allow-list: with c, c is the credential its provider requests
+// get from now on, with a fresh allowance; without, they get none (a kept container between two
+// turns of its session lends its key to nothing).
+func (p *Proxy) Settle(token string, c *Credential) (Summary, error) {
+	var pc *credential
+	if c != nil {
+		var err error
+		if pc, err = parseCredential(c); err != nil {
+			return Summary{}, err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.grants[token]
+	if g == nil {
+		return Summary{}, fmt.Errorf("settle of a run that was not granted")
+	}
+	sum := g.summary()
+	g.allowed, g.refused, g.policyPaths = map[string]*Count{}, map[string]*Count{}, nil
+	g.cred = pc
+	return sum, nil
 }
 
 func sortedCounts(m map[string]*Count) []Count {
@@ -238,8 +274,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A provider request from the run's forwarder: checked and counted as a request to
 		// the upstream of the run's credential.
 		if cred = p.credentialOf(token); cred == nil {
+			const why = "no provider credential is lent to this run now (between two turns of its session, or never)"
+			if p.granted(token) {
+				p.count(token, ProviderHost+":80", "", why, false) // a kept container between turns
+			}
 			w.Header().Set("X-Cline-Mcp-Egress", "refused")
-			http.Error(w, "cline-mcp egress proxy: this run keeps no provider credential at the proxy", http.StatusForbidden)
+			http.Error(w, "cline-mcp egress proxy: "+why, http.StatusForbidden)
 			return
 		}
 		raw, scheme = cred.target.String(), cred.scheme

@@ -11,6 +11,7 @@ import (
 	"github.com/cline-mcp/cline-mcp/bridge/acp"
 	"github.com/cline-mcp/cline-mcp/bridge/cline"
 	"github.com/cline-mcp/cline-mcp/bridge/redact"
+	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
 // acpExitGrace is how long an ACP process may take to exit after its stdin closed (the CLI exits
@@ -101,7 +102,7 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	outTail, errTail := t.Red.NewTail(redact.DefaultTailChars), t.Red.NewTail(redact.DefaultTailChars)
 	key, keep := e.key(t)
 	spareKey, spares := key, keep && t.Container && t.SessionID == "" && t.Spare != nil && e.spares.max > 0
-	ag, dataDir := e.warmAgent(&t, key, keep, spares)
+	ag, dataDir, idle := e.warmAgent(ctx, &t, key, keep, spares)
 	ag.out.set(outTail)
 	ag.err.set(io.MultiWriter(stderr, errTail))
 
@@ -117,9 +118,18 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	if t.Container {
 		key.session = s.id // the next turn of this session alone
 	}
-	// A key-less container is never kept: its egress grant and allowance are the call's.
+	// A key-less container is kept only when its grant can be settled between turns: the proxy
+	// lends its key to nothing until the session's next turn re-arms it with that call's allowance.
 	kept := keep && terr == nil && !turn.Cancelled && !turn.TimedOut && turn.StopReason != "" && ag.alive() &&
-		(!t.Container || (s.id != "" && ag.liveContainer() && t.Spec.Credential == nil))
+		(!t.Container || (s.id != "" && ag.liveContainer() && (t.Spec.Credential == nil || ag.settles())))
+	if kept && t.Container && ag.settles() {
+		rep, err := ag.settle(ctx, nil)
+		if err != nil {
+			e.log.Warn("a session's container is not kept: its egress grant could not be settled", "err", err)
+			kept = false
+		}
+		x.exit.Egress = mergeEgress(idle, rep)
+	}
 	if kept {
 		ag.out.set(nil)
 		ag.err.set(nil)
@@ -133,6 +143,7 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 			limit = time.Now()
 		}
 		x = ag.end(limit)
+		x.exit.Egress = mergeEgress(idle, x.exit.Egress)
 		ag.out.set(nil)
 		ag.err.set(nil)
 	}
@@ -172,11 +183,21 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 }
 
 // warmAgent gives the turn its process: a kept one (a host call's, or the session's container),
-// a spare (a container first turn: its data dir becomes the turn's), else a new one.
-func (e *ACP) warmAgent(t *Turn, key agentKey, keep, spares bool) (ag *agent, dataDir string) {
+// a spare (a container first turn: its data dir becomes the turn's), else a new one. A kept
+// container's egress grant is re-armed with the turn's credential (idle: what the proxy refused
+// it while it waited); one that cannot be is ended, and the turn gets a new process.
+func (e *ACP) warmAgent(ctx context.Context, t *Turn, key agentKey, keep, spares bool) (ag *agent, dataDir string, idle *sandbox.EgressReport) {
 	switch {
 	case keep && (!t.Container || t.SessionID != ""): // a new container session has none kept
 		ag = e.pool.take(key)
+		if ag != nil && t.Container && ag.settles() {
+			var err error
+			if idle, err = ag.settle(ctx, t.Spec.Credential); err != nil {
+				e.log.Warn("a session's kept container is not used: its egress grant could not be re-armed", "err", err)
+				go ag.end(time.Now())
+				ag, idle = nil, nil
+			}
+		}
 	case spares:
 		if s := e.spares.take(key); s != nil {
 			ag, dataDir = s.ag, s.ag.dataDir
@@ -187,7 +208,7 @@ func (e *ACP) warmAgent(t *Turn, key agentKey, keep, spares bool) (ag *agent, da
 	if ag == nil {
 		ag = startAgent(t.Exec, t.Spec, e.log)
 		ag.own = t.Own.take()
-		return ag, ""
+		return ag, "", nil
 	}
 	t.Own.Release() // the kept process has its own policy files
 	where := ""
@@ -198,7 +219,7 @@ func (e *ACP) warmAgent(t *Turn, key agentKey, keep, spares bool) (ag *agent, da
 		where = " in the session's container"
 	}
 	t.Progress(fmt.Sprintf("attempt %d: a warm Cline process takes the turn%s", t.N, where))
-	return ag, dataDir
+	return ag, dataDir, idle
 }
 
 // opened is the session a turn ran in: its id, and its cumulative usage before the turn.

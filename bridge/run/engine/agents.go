@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -85,6 +86,35 @@ type agent struct {
 	// report is what the agent's container was created with (sandbox.Spec.Started), nil on the
 	// host and until the container started.
 	report atomic.Pointer[sandbox.ContainerReport]
+	// settler settles the container's egress grant between turns (sandbox.Spec.Live), nil
+	// without an egress proxy that can.
+	settler atomic.Pointer[sandbox.Settler]
+}
+
+// settle settles the agent's egress grant (sandbox.Settler); an agent without one has nothing
+// to settle.
+func (ag *agent) settle(ctx context.Context, cred *sandbox.Credential) (*sandbox.EgressReport, error) {
+	s := ag.settler.Load()
+	if s == nil {
+		return nil, errors.New("the container's egress grant cannot be settled")
+	}
+	return (*s).Settle(context.WithoutCancel(ctx), cred)
+}
+
+// settles reports whether the agent's egress grant can be settled between turns.
+func (ag *agent) settles() bool { return ag.settler.Load() != nil }
+
+// mergeEgress is what two egress reports of one turn say together.
+func mergeEgress(a, b *sandbox.EgressReport) *sandbox.EgressReport {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &sandbox.EgressReport{Refused: append(append([]sandbox.Refusal(nil), a.Refused...), b.Refused...),
+		Allowed: append(append([]sandbox.Reached(nil), a.Allowed...), b.Allowed...),
+		Answers: a.Answers + b.Answers, SpentUSD: a.SpentUSD + b.SpentUSD}
 }
 
 // liveContainer reports whether the agent's container may be kept: it started, and its mounts
@@ -138,6 +168,7 @@ func startAgent(exec sandbox.Executor, spec sandbox.Spec, log *slog.Logger) *age
 	spec.Stdout = io.MultiWriter(outW, ag.out)
 	spec.Stderr = ag.err
 	spec.Started = func(r sandbox.ContainerReport) { ag.report.Store(&r) }
+	spec.Live = func(s sandbox.Settler) { ag.settler.Store(&s) }
 	ctx, stop := context.WithCancel(context.Background())
 	ag.stop = stop
 	go func() {

@@ -75,9 +75,9 @@ type Turn struct {
 	// policy files) that may share the kept process.
 	KeepAs string
 	// Shape is a container turn's fingerprint (its spec without the call's own directories): a
-	// container is kept only for the next turn of its session (SessionID) with the same shape, and
-	// never when key-less (Spec.Credential: its grant is the call's); a spare (Spare) is taken only
-	// by a first turn with the same shape.
+	// container is kept only for the next turn of its session (SessionID) with the same shape (a
+	// key-less one when its egress grant can be settled between turns); a spare (Spare) is taken
+	// only by a first turn with the same shape.
 	Shape string
 	// Own is a directory of policy files a kept process takes over; the attempt removes what is
 	// left in it.

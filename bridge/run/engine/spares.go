@@ -12,7 +12,7 @@ import (
 // container started and the CLI initialized (1–2 s for the real CLI, docs/acp.md §11), which a
 // warm host call never pays. A spare is that process started ahead, for the next conversation's
 // first turn: after a container first turn of a conversation with a shape (Turn.Shape; a key-less
-// one's too, whose spare and container serve one turn each), the engine starts up to the spares the server keeps — a new container, with a settings
+// one's too), the engine starts up to the spares the server keeps — a new container, with a settings
 // copy and a session data dir of its own (Turn.Spare makes them from what the host wrote before
 // the turn's run, never from what the run could have changed) — and sends it `initialize`. The
 // next first turn with the same key (tool class, directory, provider, key and shape) takes it,

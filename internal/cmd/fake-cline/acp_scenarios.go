@@ -107,7 +107,8 @@ func acpHistory(r *acpRun) []turn {
 
 // acpCallProvider is call_provider in ACP mode: the provider of CLINE_PROVIDER with the baseUrl and
 // apiKey of the data dir's providers.json (CLINE_API_KEY when it has none, as the real CLI sends),
-// the report as the turn's text.
+// the report (and the container's host name) as the turn's text; later=<ms> makes the request
+// again that long after the turn, from the same process, into late.json of the data dir.
 func acpCallProvider(r *acpRun) []turn {
 	t := r.tools
 	t.paths.dataDir = os.Getenv("CLINE_DATA_DIR")
@@ -116,5 +117,14 @@ func acpCallProvider(r *acpRun) []turn {
 	if r.params.Get("key") == "" {
 		r.params.Set("key", "CLINE_API_KEY")
 	}
-	return []turn{textTurn(string(appendJSON(nil, callProvider(t))))}
+	if ms, err := strconv.Atoi(r.params.Get("later")); err == nil {
+		// The same request once more, from this process after the turn ended: its report goes
+		// to late.json in the data dir.
+		go func() {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			_ = os.WriteFile(filepath.Join(t.paths.dataDir, "late.json"), appendJSON(nil, callProvider(t)), 0o644)
+		}()
+	}
+	host, _ := os.Hostname()
+	return []turn{textTurn(string(appendJSON(nil, append(callProvider(t), kv{"host", host}))))}
 }
