@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cline-mcp/cline-mcp/sandbox/proc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,9 +146,9 @@ func containersOf(host string, pids ...int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
+	want := map[string]string{} // pid → its start ticks ("": not known)
 	for _, p := range pids {
-		want[strconv.Itoa(p)] = true
+		want[strconv.Itoa(p)] = startOf(p)
 	}
 	var ids []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -156,11 +157,32 @@ func containersOf(host string, pids ...int) ([]string, error) {
 			continue
 		}
 		parts := strings.Split(f[1], "-") // <hostname>-<pid>-<start ticks>
-		if len(parts) >= 3 && want[parts[len(parts)-2]] {
+		if len(parts) < 3 {
+			continue
+		}
+		if start, ok := want[parts[len(parts)-2]]; ok && (start == "" || start == parts[len(parts)-1]) {
 			ids = append(ids, f[0])
 		}
 	}
 	return ids, nil
+}
+
+// starts are the start ticks of the server pids asked about, recorded while each process ran:
+// after it died its pid may be another process's (pid_max is 32768 on many machines), whose
+// containers are not the dead server's.
+var (
+	startsMu sync.Mutex
+	starts   = map[int]string{}
+)
+
+// startOf is pid's start ticks: the running process's (recorded), else the last recorded.
+func startOf(pid int) string {
+	startsMu.Lock()
+	defer startsMu.Unlock()
+	if st, err := proc.StartTime(pid); err == nil {
+		starts[pid] = strconv.FormatUint(st, 10)
+	}
+	return starts[pid]
 }
 
 // FakeImageGit is FakeImage plus the host's git binary and the shared libraries it needs, so

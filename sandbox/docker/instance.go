@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -56,22 +57,62 @@ func (e *Executor) removeWhere(ctx context.Context, label string, pick func(inst
 		return 0, fmt.Errorf("container list %s: %w", label, err)
 	}
 	var errs []error
+	var busy []string
 	for _, c := range list.Items {
 		if !pick(c.Labels[LabelInstance]) {
 			continue
 		}
-		_, rerr := e.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		switch {
-		case rerr == nil:
+		switch ok, conflict, rerr := e.removeForce(ctx, c.ID); {
+		case ok:
 			removed++
-		case isNotFound(rerr), cerrdefs.IsConflict(rerr):
-			// someone else (another sweeper, or the owner's own cleanup) was faster or is at it
-		default:
-			errs = append(errs, fmt.Errorf("container remove %s: %w", c.ID, rerr))
+		case conflict:
+			busy = append(busy, c.ID)
+		case rerr != nil:
+			errs = append(errs, rerr)
 		}
+	}
+	// A conflict is another remover at it, or the engine still creating or starting the
+	// container of a server that died meanwhile: asked again for a while, so that no container
+	// of a dead owner outlives the sweep because it was starting.
+	for try := 0; len(busy) > 0 && try < conflictTries && ctx.Err() == nil; try++ {
+		time.Sleep(conflictPause)
+		var still []string
+		for _, id := range busy {
+			switch ok, conflict, rerr := e.removeForce(ctx, id); {
+			case ok:
+				removed++
+			case conflict:
+				still = append(still, id)
+			case rerr != nil:
+				errs = append(errs, rerr)
+			}
+		}
+		busy = still
 	}
 	errs = append(errs, e.removeVolumesWhere(ctx, label, pick))
 	return removed, errors.Join(errs...)
+}
+
+// conflictTries and conflictPause bound how long a sweep asks again to remove a container the
+// engine answered with a conflict (about 10 s).
+const (
+	conflictTries = 40
+	conflictPause = 250 * time.Millisecond
+)
+
+// removeForce force-removes one container: ok when it did, conflict when the engine answered
+// that something else is at it; "not found" is neither and no error (someone was faster).
+func (e *Executor) removeForce(ctx context.Context, id string) (ok, conflict bool, err error) {
+	_, rerr := e.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case rerr == nil:
+		return true, false, nil
+	case isNotFound(rerr):
+		return false, false, nil
+	case cerrdefs.IsConflict(rerr):
+		return false, true, nil
+	}
+	return false, false, fmt.Errorf("container remove %s: %w", id, rerr)
 }
 
 // removeVolumesWhere removes the copy-mode volumes matching the label filter whose instance
