@@ -1,0 +1,79 @@
+//go:build e2e && unix
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cline-mcp/cline-mcp/internal/mcpsession"
+)
+
+// envKeylessBench is the number of later turns TestKeylessLaterTurns times; unset skips it.
+const envKeylessBench = "CLINE_MCP_KEYLESS_BENCH"
+
+// TestKeylessLaterTurns times the later turns of a key-less Docker session (the provider key
+// with the egress proxy, which settles the kept container's grant after every turn and re-arms
+// it before the next) against those of a host session, alternating the two, the fake CLI on both
+// sides. It reports medians and their ratio and asserts nothing about time
+// (CLINE_MCP_KEYLESS_BENCH=20 go test -tags e2e -run TestKeylessLaterTurns -v ./e2e/).
+func TestKeylessLaterTurns(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(envKeylessBench))
+	if n <= 0 {
+		t.Skipf("set %s=<later turns> (e.g. 20) to measure", envKeylessBench)
+	}
+	w := newEgressWorld(t)
+	key := secretKey(t)
+	start := func(docker bool) *env {
+		e := prepareEnv(t)
+		if err := os.WriteFile(e.providers, []byte(keylessProviders("openai-compatible", "http://"+w.provider+":18080/v1", key)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"--cline-protocol", "acp", "--sessions-dir", filepath.Join(t.TempDir(), "sessions"), "--warm-idle", "5m"}
+		if docker {
+			args = append(args, "--isolation", "docker", "--docker-image", mcpsession.FakeImage,
+				"--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
+		}
+		e.startWithEnv(nil, args...)
+		return e
+	}
+	host, dock := start(false), start(true)
+	sessions := map[*env]string{}
+	turn := func(e *env) time.Duration {
+		args := map[string]any{"prompt": "fake:pong"}
+		if id := sessions[e]; id != "" {
+			args["sessionId"] = id
+		}
+		t0 := time.Now()
+		_, sc := e.call("ask_cline", args)
+		d := time.Since(t0)
+		if sc["ok"] != true {
+			t.Fatalf("turn: %v", sc)
+		}
+		sessions[e], _ = sc["sessionId"].(string)
+		return d
+	}
+	turn(host)
+	_, first := dock.call("ask_cline", map[string]any{"prompt": "fake:pong"})
+	if enf, _ := enforcementOf(t, first); enf["credentialOutside"] != true {
+		t.Fatalf("the Docker session is not key-less, the benchmark would measure something else: %v", enf)
+	}
+	sessions[dock], _ = first["sessionId"].(string)
+	var h, d []time.Duration
+	for range n {
+		h = append(h, turn(host))
+		d = append(d, turn(dock))
+		time.Sleep(300 * time.Millisecond)
+	}
+	if runs := serverRuns(t, dock.sess.Cmd.Process.Pid); len(runs) != 1 {
+		t.Errorf("the key-less session's turns ran in %d containers, want its one kept container", len(runs))
+	}
+	med := func(x []time.Duration) time.Duration { slices.Sort(x); return x[len(x)/2] }
+	p95 := func(x []time.Duration) time.Duration { slices.Sort(x); return x[len(x)*95/100] }
+	t.Logf("later turns, fake CLI, n=%d each, alternating: host p50 %v p95 %v; Docker key-less p50 %v p95 %v (p50 %.2fx host)",
+		n, med(h), p95(h), med(d), p95(d), float64(med(d))/float64(med(h)))
+}
