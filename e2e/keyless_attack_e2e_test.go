@@ -17,14 +17,21 @@ import (
 // upstreamLine is what the fake provider logs of each request it receives.
 var upstreamLine = regexp.MustCompile(`(?m)^upstream method=(\S+) uri="([^"]*)" authorization=(\[[^\]]*\]) x-api-key="([^"]*)"$`)
 
-// keylessAttackServer is a server whose openai-compatible provider (key-less: the proxy keeps
-// key) is the test's fake provider, which logs every request it receives.
-func keylessAttackServer(t *testing.T, w egressWorld, key string) *env {
+// keylessEnv is a prepared server environment whose openai-compatible provider (key-less: the
+// proxy keeps key) is the test's fake provider, which logs every request it receives.
+func keylessEnv(t *testing.T, w egressWorld, key string) *env {
 	t.Helper()
 	e := prepareEnv(t)
 	if err := os.WriteFile(e.providers, []byte(keylessProviders("openai-compatible", "http://"+w.provider+":18080/v1", key)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return e
+}
+
+// keylessAttackServer is a keylessEnv server with Docker isolation on the test's network.
+func keylessAttackServer(t *testing.T, w egressWorld, key string) *env {
+	t.Helper()
+	e := keylessEnv(t, w, key)
 	e.start("--docker-image", mcpsession.FakeImage, "--docker-egress-image", mcpsession.EgressImage, "--docker-network", w.network)
 	return e
 }

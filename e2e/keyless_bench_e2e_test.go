@@ -29,10 +29,7 @@ func TestKeylessLaterTurns(t *testing.T) {
 	w := newEgressWorld(t)
 	key := secretKey(t)
 	start := func(docker bool) *env {
-		e := prepareEnv(t)
-		if err := os.WriteFile(e.providers, []byte(keylessProviders("openai-compatible", "http://"+w.provider+":18080/v1", key)), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		e := keylessEnv(t, w, key)
 		args := []string{"--cline-protocol", "acp", "--sessions-dir", filepath.Join(t.TempDir(), "sessions"), "--warm-idle", "5m"}
 		if docker {
 			args = append(args, "--isolation", "docker", "--docker-image", mcpsession.FakeImage,
