@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +41,10 @@ func TestReviewKilledLeavesNoContainer(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	if !mcpsession.Eventually(90*time.Second, func() bool { return len(running()) == 0 && len(leftovers(t, e)) == 0 }) {
+		for _, id := range running() {
+			out, _ := exec.Command("docker", "inspect", "--format", "created {{.Created}}, {{.State.Status}}", id).CombinedOutput()
+			t.Logf("left container %s: %s", id, out)
+		}
 		t.Fatalf("after SIGKILL: containers %v, leftovers %q\nstderr:\n%s", running(), leftovers(t, e), stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "ended without cleaning up") {

@@ -134,13 +134,18 @@ func reap(left map[string][]string, log *slog.Logger, removeContainers func(cont
 	}
 	containers := 0
 	if len(left[lifeline.Container]) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		n, err := removeContainers(ctx)
-		cancel()
-		if err != nil {
-			log.Warn("remove containers", "err", err)
+		// A create the server sent just before it died may land after the first sweep (the
+		// engine ends a request whose client is gone): swept once more when it has had time.
+		for i, pause := range []time.Duration{0, lateCreate} {
+			time.Sleep(pause)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			n, err := removeContainers(ctx)
+			cancel()
+			if err != nil {
+				log.Warn("remove containers", "sweep", i+1, "err", err)
+			}
+			containers += n
 		}
-		containers = n
 	}
 	for _, d := range left[lifeline.Dir] {
 		if err := os.RemoveAll(d); err != nil {
@@ -150,6 +155,10 @@ func reap(left map[string][]string, log *slog.Logger, removeContainers func(cont
 	log.Warn("the server is gone; ended what it left running",
 		"processGroups", killed, "containers", containers, "dirs", len(left[lifeline.Dir]))
 }
+
+// lateCreate is how long after its first sweep the watchdog sweeps the dead server's containers
+// again.
+const lateCreate = 3 * time.Second
 
 // watchdogEnvMark is set in the watchdog's environment; a server that finds it will not start
 // a watchdog of its own, so a misdirected re-exec can never recurse.

@@ -43,73 +43,67 @@ func (e *Executor) RemoveOwn(ctx context.Context) (removed int, err error) {
 }
 
 // removeWhere force-removes the containers matching the label filter whose instance label
-// passes pick, then the volumes that match the same way. "Not found", "removal already in
-// progress" and "volume in use" count as someone else's business.
+// passes pick, then the volumes that match the same way. "Removal already in progress" and
+// "volume in use" count as someone else's business.
+//
+// A container the engine lists but cannot remove yet — a conflict (another remover at it, or the
+// engine still starting it) or "not found" (an engine that lists a container it is still
+// creating: Docker 20.10 does, before the create ends) — belongs to a server that may have died
+// with its request in flight: the list is asked again for a while (about 10 s), so that no
+// container of a dead owner outlives the sweep because it was being made. One removed by somebody
+// else meanwhile is no longer listed.
 func (e *Executor) removeWhere(ctx context.Context, label string, pick func(instance string) bool) (removed int, err error) {
-	list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
-		All:     true,
-		Filters: make(client.Filters).Add("label", label),
-	})
-	if err != nil {
-		if client.IsErrConnectionFailed(err) {
-			return 0, engineError("container list", err)
-		}
-		return 0, fmt.Errorf("container list %s: %w", label, err)
-	}
 	var errs []error
-	var busy []string
-	for _, c := range list.Items {
-		if !pick(c.Labels[LabelInstance]) {
-			continue
+	for try := 0; ; try++ {
+		list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
+			All:     true,
+			Filters: make(client.Filters).Add("label", label),
+		})
+		if err != nil {
+			if client.IsErrConnectionFailed(err) {
+				return removed, engineError("container list", err)
+			}
+			return removed, fmt.Errorf("container list %s: %w", label, err)
 		}
-		switch ok, conflict, rerr := e.removeForce(ctx, c.ID); {
-		case ok:
-			removed++
-		case conflict:
-			busy = append(busy, c.ID)
-		case rerr != nil:
-			errs = append(errs, rerr)
-		}
-	}
-	// A conflict is another remover at it, or the engine still creating or starting the
-	// container of a server that died meanwhile: asked again for a while, so that no container
-	// of a dead owner outlives the sweep because it was starting.
-	for try := 0; len(busy) > 0 && try < conflictTries && ctx.Err() == nil; try++ {
-		time.Sleep(conflictPause)
-		var still []string
-		for _, id := range busy {
-			switch ok, conflict, rerr := e.removeForce(ctx, id); {
+		errs = errs[:0]
+		pending := 0
+		for _, c := range list.Items {
+			if !pick(c.Labels[LabelInstance]) {
+				continue
+			}
+			switch ok, notYet, rerr := e.removeForce(ctx, c.ID); {
 			case ok:
 				removed++
-			case conflict:
-				still = append(still, id)
+			case notYet:
+				pending++
 			case rerr != nil:
 				errs = append(errs, rerr)
 			}
 		}
-		busy = still
+		if pending == 0 || try >= conflictTries || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(conflictPause)
 	}
 	errs = append(errs, e.removeVolumesWhere(ctx, label, pick))
 	return removed, errors.Join(errs...)
 }
 
-// conflictTries and conflictPause bound how long a sweep asks again to remove a container the
-// engine answered with a conflict (about 10 s).
+// conflictTries and conflictPause bound how long a sweep lists again for containers the engine
+// would not remove yet (about 10 s).
 const (
 	conflictTries = 40
 	conflictPause = 250 * time.Millisecond
 )
 
-// removeForce force-removes one container: ok when it did, conflict when the engine answered
-// that something else is at it; "not found" is neither and no error (someone was faster).
-func (e *Executor) removeForce(ctx context.Context, id string) (ok, conflict bool, err error) {
+// removeForce force-removes one listed container: ok when it did; notYet when the engine answered
+// that something else is at it, or that it knows no such container (it may be creating it).
+func (e *Executor) removeForce(ctx context.Context, id string) (ok, notYet bool, err error) {
 	_, rerr := e.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	switch {
 	case rerr == nil:
 		return true, false, nil
-	case isNotFound(rerr):
-		return false, false, nil
-	case cerrdefs.IsConflict(rerr):
+	case isNotFound(rerr), cerrdefs.IsConflict(rerr):
 		return false, true, nil
 	}
 	return false, false, fmt.Errorf("container remove %s: %w", id, rerr)
