@@ -12,7 +12,10 @@
 // a network reaches the proxy. -listen interfaces:3128 (every non-loopback address present at
 // start) and -listen host:port remain for tests and other set-ups. `cline-mcp-egress sidecar`
 // (sidecar.go) is the same proxy as a Kubernetes run pod's sidecar, holding that run's provider
-// credential.
+// credential; the executor execs `cline-mcp-egress sidecar-settle [-dir d]` (sidecar_settle.go)
+// into it between two turns of a kept pod (the next turn's credential, or none, on its stdin;
+// what the proxy counted on stdout) and `cline-mcp-egress sidecar-summary [-dir d]` when the run
+// ended (the grant ends; what the proxy counted on stdout).
 package main
 
 import (
@@ -42,6 +45,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "sidecar-summary" {
 		os.Exit(sidecarSummaryMain(os.Args[2:], os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "sidecar-settle" {
+		os.Exit(sidecarSettleMain(os.Args[2:], os.Stdin, os.Stdout))
 	}
 	listen := flag.String("listen", "unix:"+egress.SocketPath, "unix:<path> (a socket, mode 0666), host:port, or interfaces:<port> for every non-loopback address present at start")
 	flag.Parse()

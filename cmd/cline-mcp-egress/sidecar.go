@@ -38,9 +38,15 @@ type SidecarGrant struct {
 // serves the run's provider requests on the pod's loopback (egress.ProviderAddr, the baseUrl of
 // the run's settings copy) through an egress.Proxy that adds the credential and reaches only the
 // credential's upstream. The proxy itself listens on a unix socket in dir, a volume only this
-// container mounts. The rest of stdin is ignored; the pod's deletion ends the sidecar. Once the
-// run's CLI ended, the executor execs `cline-mcp-egress sidecar-summary` into this container:
-// it ends the grant and prints what the proxy counted (egress.Summary) on stdout.
+// container mounts. The rest of stdin is ignored; the pod's deletion ends the sidecar.
+//
+// The executor reaches the sidecar afterwards only by exec'ing into this container, through two
+// more sockets in dir. Between two turns of a kept pod, `cline-mcp-egress sidecar-settle`
+// (sidecar_settle.go) settles the grant: it returns what the proxy counted since the grant or the
+// last settle, and from then on the proxy lends the credential that came on the exec's stdin
+// (the next turn's, with a fresh allowance) or none. Once the run's CLI ended,
+// `cline-mcp-egress sidecar-summary` ends the grant and prints what the proxy counted since
+// (egress.Summary) on stdout.
 func sidecarMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	dir := fs.String("dir", "/run/cline-mcp-egress", "a directory only this container sees, for the proxy's socket")
@@ -71,20 +77,16 @@ func sidecarMain(args []string, stdin io.Reader, stdout io.Writer) int {
 }
 
 // sidecarServe grants the credential of line to a run token of its own and starts the proxy
-// (on a unix socket in dir) and the provider listener (on listen) that hands it the run's
-// requests with that token.
+// (on a unix socket in dir), the sockets of sidecar-summary and sidecar-settle (in dir too), and
+// the provider listener (on listen) that hands the proxy the run's requests with that token.
 func sidecarServe(line []byte, dir, listen string, logger *log.Logger) (net.Listener, error) {
 	var g SidecarGrant
 	if err := json.Unmarshal(line, &g); err != nil {
 		return nil, fmt.Errorf("grant: %v", err)
 	}
-	u, err := url.Parse(g.Credential.Upstream)
-	if err != nil || u.Hostname() == "" {
-		return nil, errors.New("grant: the credential names no upstream")
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	host, target, err := upstreamTarget(g.Credential.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("grant: %w", err)
 	}
 	var pinned []netip.Addr
 	for _, a := range g.Addrs {
@@ -96,7 +98,6 @@ func sidecarServe(line []byte, dir, listen string, logger *log.Logger) (net.List
 	}
 	p := &egress.Proxy{Log: logger}
 	if len(pinned) > 0 {
-		host := u.Hostname()
 		p.Resolve = func(_ context.Context, name string) ([]netip.Addr, error) {
 			if name != host {
 				return nil, fmt.Errorf("%s is not the run's provider", name)
@@ -108,25 +109,27 @@ func sidecarServe(line []byte, dir, listen string, logger *log.Logger) (net.List
 	if err != nil {
 		return nil, err
 	}
-	p.Grant(token, []string{net.JoinHostPort(u.Hostname(), port)})
+	p.Grant(token, []string{target})
 	if err := p.GrantCredential(token, &g.Credential); err != nil {
 		return nil, err
 	}
 	socket := filepath.Join(dir, "proxy.sock")
-	_ = os.Remove(socket)
-	ln, err := net.Listen("unix", socket)
+	ln, err := listenUnix(socket)
 	if err != nil {
 		return nil, err
 	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ErrorLog: logger}
 	go func() { _ = srv.Serve(ln) }()
-	sum := filepath.Join(dir, "summary.sock")
-	_ = os.Remove(sum)
-	sln, err := net.Listen("unix", sum)
+	sln, err := listenUnix(filepath.Join(dir, "summary.sock"))
 	if err != nil {
 		return nil, err
 	}
 	go serveSummary(sln, p, token)
+	tln, err := listenUnix(filepath.Join(dir, "settle.sock"))
+	if err != nil {
+		return nil, err
+	}
+	go serveSettle(tln, p, token, target)
 	pln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
@@ -137,6 +140,26 @@ func sidecarServe(line []byte, dir, listen string, logger *log.Logger) (net.List
 		}
 	}()
 	return pln, nil
+}
+
+// upstreamTarget is the host of a credential's upstream and its host:port, the one endpoint the
+// sidecar's grant allows (and the pod's NetworkPolicy admits).
+func upstreamTarget(upstream string) (host, target string, err error) {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Hostname() == "" {
+		return "", "", errors.New("the credential names no upstream")
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return u.Hostname(), net.JoinHostPort(u.Hostname(), port), nil
+}
+
+// listenUnix listens on the unix socket path, replacing a stale one.
+func listenUnix(path string) (net.Listener, error) {
+	_ = os.Remove(path)
+	return net.Listen("unix", path)
 }
 
 func sidecarToken() (string, error) {

@@ -150,13 +150,5 @@ func (e *Executor) sidecarSummary(ctx context.Context, pod string) *sandbox.Egre
 	if json.Unmarshal(out.Bytes(), &sum) != nil {
 		return nil
 	}
-	rep := &sandbox.EgressReport{Answers: sum.Answers, SpentUSD: sum.SpentUSD}
-	for _, c := range sum.Refused {
-		rep.Refused = append(rep.Refused, sandbox.Refusal{Target: c.Target, Count: c.Count, Reason: c.Reason, Budget: c.Budget})
-	}
-	// What it allowed is the provider alone: the grant names nothing else.
-	if len(rep.Refused) == 0 && rep.Answers == 0 && rep.SpentUSD == 0 {
-		return nil
-	}
-	return rep
+	return egressReport(sum)
 }
