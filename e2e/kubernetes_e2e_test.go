@@ -177,10 +177,13 @@ func TestKubernetesServerKilled(t *testing.T) {
 	}
 }
 
-// TestKubernetesACPSession: the ACP engine in run pods (its stdin through pods/attach): a
-// conversation continues with its sessionId in a new pod (the session's CLI data comes back to
-// its dir under --sessions-dir and goes into the next pod), an analysis edit is rejected before it
-// runs, and no pod is left.
+// TestKubernetesACPSession: the ACP engine in run pods (its stdin through pods/attach) keeps a
+// conversation's pod between turns. Turn 2 runs in turn 1's pod (the same pod name, and the file
+// turn 1 planted in the pod's /tmp is there), and what each turn wrote in the session's data dir
+// is on the host right after it (brought back between turns); another session gets a pod of its
+// own without the planted file; an analysis edit is rejected before it runs; when the warm
+// idle time ends no pod is left, and the session goes on in a new pod with its history. A server
+// SIGKILLed while a session's pod is kept leaves no pod.
 func TestKubernetesACPSession(t *testing.T) {
 	w := newK8sWorld(t)
 	e := prepareEnv(t)
@@ -189,20 +192,50 @@ func TestKubernetesACPSession(t *testing.T) {
 		t.Fatalf("chmod: %v %s", err, out)
 	}
 	sessions := filepath.Join(e.root, "sessions")
-	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, append(w.args(), "--cline-protocol", "acp", "--sessions-dir", sessions)...)
-	_, first := e.call("ask_cline", map[string]any{"prompt": "remember this fake:history"})
+	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, append(w.args(), "--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "30s", "--warm-agents", "3")...)
+	_, first := e.call("ask_cline", map[string]any{"prompt": "remember this " + plant})
 	wantOK(t, first)
 	id, _ := first["sessionId"].(string)
 	if id == "" || first["isolation"] != "kubernetes" {
 		t.Fatalf("first: %v", first)
 	}
-	_, second := e.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": id})
-	wantOK(t, second)
-	if got, _ := second["text"].(string); !strings.HasPrefix(got, "earlier=1 first=remember this") || second["turn"] != float64(2) {
-		t.Errorf("the second turn (a new pod) did not see the first: %q turn %v", got, second["turn"])
+	data := sessionData(t, sessions, id)
+	host1 := readTrimmed(filepath.Join(data, "host1"))
+	if host1 == "" {
+		t.Fatalf("turn 1's data did not come back from its pod (no host1 in %s): %v", data, first)
 	}
-	if data, _ := filepath.Glob(filepath.Join(sessions, "data", "*", "sessions", id)); len(data) != 1 {
-		t.Errorf("the session's CLI data is not in its own dir under --sessions-dir: %v", data)
+	if n := w.pods(); n != 1 {
+		t.Fatalf("after turn 1 the namespace has %d pods, want the session's one kept", n)
+	}
+	_, second := e.call("ask_cline", map[string]any{"prompt": probe, "sessionId": id})
+	wantOK(t, second)
+	if got := readTrimmed(filepath.Join(data, "host2")); got != host1 {
+		t.Errorf("turn 2 ran in pod %q, turn 1 in %q: the pod was not kept", got, host1)
+	}
+	if got := readTrimmed(filepath.Join(data, "seen")); got != "planted" {
+		t.Errorf("turn 2 did not see the file turn 1 planted in its pod (%q)", got)
+	}
+	if enf, _ := second["enforcement"].(map[string]any); enf == nil || enf["container"] == nil {
+		t.Errorf("the kept pod's turn reports no container: %v", second["enforcement"])
+	}
+	_, third := e.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": id})
+	wantOK(t, third)
+	if got, _ := third["text"].(string); !strings.HasPrefix(got, "earlier=2 first=remember this") || third["turn"] != float64(3) {
+		t.Errorf("turn 3 did not see the earlier turns: %q turn %v", got, third["turn"])
+	}
+
+	// Another session: a pod of its own, which has nothing of the first one's.
+	_, other := e.call("ask_cline", map[string]any{"prompt": probe})
+	wantOK(t, other)
+	otherData := sessionData(t, sessions, other["sessionId"].(string))
+	if got := readTrimmed(filepath.Join(otherData, "host2")); got == "" || got == host1 {
+		t.Errorf("another session ran in pod %q (the first session's: %q)", got, host1)
+	}
+	if _, err := os.Stat(filepath.Join(otherData, "seen")); !os.IsNotExist(err) {
+		t.Errorf("another session saw the file the first session planted in its pod: %v", err)
+	}
+	if n := w.pods(); n != 2 {
+		t.Errorf("with two live sessions the namespace has %d pods, want two", n)
 	}
 	_, edit := e.call("ask_cline", map[string]any{"prompt": "fake:edit?path=hello.txt"})
 	wantOK(t, edit)
@@ -212,7 +245,24 @@ func TestKubernetesACPSession(t *testing.T) {
 	if rej, _ := edit["rejectedToolCalls"].([]any); len(rej) != 1 {
 		t.Errorf("rejectedToolCalls %v, want the editor call", edit["rejectedToolCalls"])
 	}
-	if n := w.pods(); n != 0 {
-		t.Errorf("%d pods left", n)
+
+	// The idle time ends them: no pod; the session goes on in a new pod with its history.
+	if !mcpsession.Eventually(90*time.Second, func() bool { return w.pods() == 0 }) {
+		t.Fatalf("the idle sessions' pods are still there: %d", w.pods())
+	}
+	_, fourth := e.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": id})
+	wantOK(t, fourth)
+	if got, _ := fourth["text"].(string); !strings.HasPrefix(got, "earlier=3 first=remember this") {
+		t.Errorf("after the idle end the session lost its history: %q", got)
+	}
+	if n := w.pods(); n != 1 {
+		t.Fatalf("after the session's next turn the namespace has %d pods, want its new one kept", n)
+	}
+	if err := e.sess.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-e.sess.Exited()
+	if !mcpsession.Eventually(60*time.Second, func() bool { return w.pods() == 0 }) {
+		t.Fatalf("the killed server's kept pod is still there")
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -136,5 +138,68 @@ func TestKubernetesKeylessSpendLimit(t *testing.T) {
 	wantBudgetExceeded(t, sc, mcpsession.Text(res), "egress proxy refused the run's provider requests 10 times", "3 provider answers", "maxIterations 1 + 2")
 	if n := len(upstreamLine.FindAllString(providerLog(), -1)); n != 3 {
 		t.Errorf("the provider got %d of the 13 completions, want 3", n)
+	}
+}
+
+// TestKubernetesLiveSessionKeyless: a key-less conversation keeps its pod too, and between its
+// turns the sidecar lends the key to nothing: the CLI process of turn 1, still running in the
+// kept pod, calls the provider again after the turn and is refused (its report comes back with
+// turn 2's data, the marker that it ran), and turn 2's enforcement names that refusal. Turn 2
+// runs in the same pod and reaches the provider with the key again; the provider saw the real key
+// once per turn.
+func TestKubernetesLiveSessionKeyless(t *testing.T) {
+	w := newK8sWorld(t)
+	ip, providerLog := k8sProvider(t, w)
+	e := prepareEnv(t)
+	key := secretKey(t)
+	writeFile(t, e.providers, keylessProviders("openai-compatible", "http://"+ip+":18080/v1", key))
+	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	sessions := filepath.Join(e.root, "sessions")
+	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, append(w.args(), "--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "60s")...)
+	turn := func(n int, args map[string]any) (map[string]any, map[string]any) {
+		t.Helper()
+		_, sc := e.call("ask_cline", args)
+		wantOK(t, sc)
+		if enf, _ := enforcementOf(t, sc); enf["credentialOutside"] != true {
+			t.Fatalf("turn %d was not key-less, the test would prove nothing: %v", n, enf)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil || rep["status"] != float64(200) {
+			t.Fatalf("turn %d: the provider through the sidecar: %q %v", n, sc["text"], err)
+		}
+		return sc, rep
+	}
+	call := "fake:call_provider?path=chat/completions&header=Authorization"
+	first, rep1 := turn(1, map[string]any{"prompt": call + "&later=300"})
+	id, _ := first["sessionId"].(string)
+	if n := w.pods(); n != 1 {
+		t.Fatalf("after a key-less turn the namespace has %d pods, want turn 1's kept", n)
+	}
+	time.Sleep(4 * time.Second) // turn 1's process calls the provider again 0.3 s after its turn
+	second, rep2 := turn(2, map[string]any{"prompt": call, "sessionId": id})
+	if rep2["host"] != rep1["host"] {
+		t.Errorf("turn 2 ran in pod %v, not in the session's kept pod %v", rep2["host"], rep1["host"])
+	}
+	var late map[string]any
+	if b, err := os.ReadFile(filepath.Join(sessionData(t, sessions, id), "late.json")); err != nil || json.Unmarshal(b, &late) != nil {
+		t.Fatalf("the kept process's request between the turns did not come back with turn 2's data (%v): the test would prove nothing", err)
+	}
+	if late["status"] != float64(403) || !strings.Contains(mcpsession.Str(late, "head"), "no provider credential is lent") {
+		t.Errorf("between the turns the provider request got %v %v, want the sidecar's refusal", late["status"], late["head"])
+	}
+	enf, _ := enforcementOf(t, second)
+	if refused, _ := enf["refusedEndpoints"].([]any); !slices.Contains(refused, any("provider.cline-mcp.invalid:80")) {
+		t.Errorf("turn 2's enforcement does not name the refusal between the turns: %v", enf)
+	}
+	withKey := 0
+	for _, m := range upstreamLine.FindAllStringSubmatch(providerLog(), -1) {
+		if strings.Contains(m[3]+m[4], key) {
+			withKey++
+		}
+	}
+	if withKey != 2 {
+		t.Errorf("the provider got the real key in %d requests, want one per turn", withKey)
 	}
 }

@@ -162,6 +162,17 @@ type Spec struct {
 	// proxy can settle the run's grant between two uses of a kept process (a container session's
 	// turns); not called otherwise.
 	Live func(Settler)
+	// Sync, when set, is given the run's Syncer before it starts, by an executor that copies the
+	// mounts in and back instead of sharing them (a pod): what a kept process's turn wrote comes
+	// back between turns, not only when the container ends. Not called by an executor that shares.
+	Sync func(Syncer)
+}
+
+// Syncer brings back, while the container runs, what the Return of its writable mounts names,
+// through the same checks as the copy back at its end (which still follows): each mount's source
+// changes whole or not at all.
+type Syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // Settler settles a running container's egress grant: it returns what the proxy refused and

@@ -20,7 +20,8 @@ type Enforcement struct {
 	// Egress is the container's egress mode (none, provider, open).
 	Egress sandbox.EgressMode `json:"egress,omitempty"`
 	// AllowedEndpoints are the endpoints the egress proxy let this run reach (its provider's and
-	// the server's --egress-allow); RefusedEndpoints those it refused (the CLI's telemetry too).
+	// the server's --egress-allow; a pod's: what its NetworkPolicy allows); RefusedEndpoints those
+	// the proxy refused (the CLI's telemetry too; a pod's sidecar: provider requests it lent no key).
 	AllowedEndpoints []string `json:"allowedEndpoints,omitempty"`
 	RefusedEndpoints []string `json:"refusedEndpoints,omitempty"`
 	// CredentialOutside is true when the provider's credential never entered the run's
@@ -96,10 +97,11 @@ func (p *prep) enforcementOf(iso sandbox.Isolation, spec sandbox.Spec, x sandbox
 	}
 	if c.Egress == sandbox.EgressProvider {
 		e.AllowedEndpoints = slices.Concat(spec.Egress, p.egressAllow())
-		if x.Egress != nil {
-			for _, r := range x.Egress.Refused {
-				e.RefusedEndpoints = append(e.RefusedEndpoints, r.Target)
-			}
+	}
+	if x.Egress != nil && (c.Egress == sandbox.EgressProvider || c.Egress == sandbox.EgressPolicy) {
+		// What the egress proxy refused (a pod's: its sidecar's, for the provider alone).
+		for _, r := range x.Egress.Refused {
+			e.RefusedEndpoints = append(e.RefusedEndpoints, r.Target)
 		}
 	}
 	e.Summary = summary(e)

@@ -65,7 +65,7 @@ func (p *prep) keepAs(iso sandbox.Isolation) string {
 	}
 	switch {
 	case iso == sandbox.IsolationHost && !p.Override():
-	case iso == sandbox.IsolationDocker && p.liveSession():
+	case iso.Container() && p.liveSession():
 	default:
 		return ""
 	}
@@ -79,12 +79,12 @@ func (p *prep) keepAs(iso sandbox.Isolation) string {
 	}
 }
 
-// liveSession reports whether a Docker turn's container may be kept for the session's next turn
-// (bridge/run/engine: keyed by the session and the container's shape): a conversation of
-// ask_cline or ask_cline_workspace with its own data dir. apply_cline_edits never keeps its
-// container — a process a turn left in it could change the checkout after the call's diff was
-// taken — and a review is one turn. A key-less run's is kept when its grant can be settled
-// between turns (livesession.go).
+// liveSession reports whether a container turn's container (a pod too) may be kept for the
+// session's next turn (bridge/run/engine: keyed by the session and the container's shape): a
+// conversation of ask_cline or ask_cline_workspace with its own data dir. apply_cline_edits never
+// keeps its container — a process a turn left in it could change the checkout after the call's
+// diff was taken — and a review is one turn. A key-less run's is kept when its grant can be
+// settled between turns (livesession.go).
 func (p *prep) liveSession() bool {
 	return p.sess.data != "" && (p.Tool == AskCline || p.Tool == AskClineWorkspace)
 }

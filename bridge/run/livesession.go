@@ -13,24 +13,26 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox/git"
 )
 
-// Live container sessions. A Docker turn of a conversation of ask_cline or ask_cline_workspace
-// (liveSession) keeps its container and its ACP process for the session's next turn, until the
-// warm agents' idle time (--warm-idle) ends it, the session expires, or the server stops; the
-// next turn then costs what a warm host turn costs. What outlives the call lives in a directory
-// the kept process owns (ownDir: its settings copy, with the tool policy inside), tracked by the
-// lifeline like a call's private dir and removed when the container ends. The container is keyed
-// by the session id and its shape (shapeOf), so no other session, tool or spec ever gets it;
-// a later turn whose spec differs (the repository's policy narrowed the egress, a new key) starts
-// a new container. What the host reads after each turn is read as for any container: usage from
-// the session's data dir and the settings copy, through os.Root, never following a link.
+// Live container sessions. A container turn (Docker or a Kubernetes pod) of a conversation of
+// ask_cline or ask_cline_workspace (liveSession) keeps its container and its ACP process for the
+// session's next turn, until the warm agents' idle time (--warm-idle) ends it, the session
+// expires, or the server stops; the next turn then costs what a warm host turn costs. What
+// outlives the call lives in a directory the kept process owns (ownDir: its settings copy, with
+// the tool policy inside), tracked by the lifeline like a call's private dir and removed when the
+// container ends. The container is keyed by the session id and its shape (shapeOf), so no other
+// session, tool or spec ever gets it; a later turn whose spec differs (the repository's policy
+// narrowed the egress, a new key) starts a new container. What the host reads after each turn is
+// read as for any container: usage from the session's data dir and the settings copy, through
+// os.Root, never following a link. A pod's mounts are copies: its executor brings them back after
+// each turn (sandbox.Syncer), through the checks of the copy back at a pod's end.
 //
-// A key-less run's container is kept when the egress proxy can settle its grant
+// A key-less run's container is kept when the egress proxy (a pod's sidecar) can settle its grant
 // (bridge/run/engine): after the turn the proxy counts the turn and lends the key to nothing until
 // the next turn re-arms it with that call's credential and allowance.
 //
 // Not kept (a container per turn, as before): apply_cline_edits (a process a turn left behind could
-// change the checkout after the call's diff was taken), a copy-mode engine (the changes come back
-// only when the container ends) and Kubernetes pods.
+// change the checkout after the call's diff was taken) and a Docker copy-mode engine (its changes
+// come back only when the container ends).
 
 // layouts are the repository layouts (git.Repo; nil: not in one) of ask_cline's live sessions,
 // recorded by the turn that kept the container: the next turn's mounts, and so its shape, use it

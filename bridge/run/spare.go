@@ -23,7 +23,9 @@ import (
 // spareMaker is the maker of a first turn's spares (engine.Turn.Spare), nil when the turn gets
 // none. It records the settings copy in copyDir now, before the run.
 func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(sandbox.Spec) (engine.Spare, error) {
-	if a.shape == "" || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
+	// A pod session keeps its pod between turns but gets no spare: a pod waiting for a
+	// conversation that may never come holds a node's resources.
+	if a.shape == "" || a.iso != sandbox.IsolationDocker || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
 		return nil
 	}
 	files, err := snapshotDir(copyDir)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,10 +22,26 @@ import (
 // with the archive the checkout's .hostile names and hands everything else to the real helper.
 const hostileHelper = "/usr/local/bin/hostile-helper"
 
-// hostileImage builds K8sFakeImage plus testdata/hostile and imports it into the cluster's node.
+// hostileImage builds K8sFakeImage plus testdata/hostile and imports it into the cluster's node,
+// once per test binary.
 func hostileImage(t *testing.T) string {
 	t.Helper()
 	c := testcluster.Start(t)
+	hostileOnce.Lock()
+	defer hostileOnce.Unlock()
+	if hostileRef == "" {
+		hostileRef = buildHostileImage(t, c)
+	}
+	return hostileRef
+}
+
+var (
+	hostileOnce sync.Mutex
+	hostileRef  string
+)
+
+func buildHostileImage(t *testing.T, c *testcluster.Cluster) string {
+	t.Helper()
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "hostile-helper"), "./testdata/hostile")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+mcpsession.EngineArch())

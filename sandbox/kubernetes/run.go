@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,6 +120,8 @@ func (e *Executor) drive(ctx context.Context, pod *corev1.Pod, pol *networkingv1
 	if err := fill(ctx, pod.Name, copies); err != nil {
 		return sandbox.Exit{}, err
 	}
+	var back sync.Mutex // a Sync and the copy back of the end write the same sources
+	e.tellLive(ctx, pod, pol, spec, copies, outside, &back)
 	x, ended, err := e.follow(ctx, pod.Name, spec, end)
 	x.Duration, x.Container = time.Since(start), e.storedReport(ctx, pod, pol, spec, outside)
 	if outside {
@@ -134,10 +137,27 @@ func (e *Executor) drive(ctx context.Context, pod *corev1.Pod, pol *networkingv1
 	if !x.Stopped {
 		cctx = ctx
 	}
+	back.Lock()
+	defer back.Unlock()
 	if err := e.copyBack(cctx, pod.Name, copies); err != nil {
 		return x, &sandbox.CopyBackError{Source: err.source, Err: err.err}
 	}
 	return x, nil
+}
+
+// tellLive gives spec what a run that outlives its call needs (a kept process's): the report of
+// what its pod enforces (Started), a way to bring its changes back between turns (Sync, holding
+// back) and, with the credential outside, to settle the sidecar's grant between them (Live).
+func (e *Executor) tellLive(ctx context.Context, pod *corev1.Pod, pol *networkingv1.NetworkPolicy, spec sandbox.Spec, copies []*copied, outside bool, back *sync.Mutex) {
+	if spec.Started != nil {
+		spec.Started(*e.storedReport(ctx, pod, pol, spec, outside))
+	}
+	if spec.Sync != nil {
+		spec.Sync(&podSync{e: e, pod: pod.Name, copies: copies, mu: back})
+	}
+	if outside && spec.Live != nil {
+		spec.Live(e.settlerFor(pod.Name))
+	}
 }
 
 // stoppedCopyBack bounds the copy back of a run whose call was cancelled.

@@ -122,6 +122,13 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	// lends its key to nothing until the session's next turn re-arms it with that call's allowance.
 	kept := keep && terr == nil && !turn.Cancelled && !turn.TimedOut && turn.StopReason != "" && ag.alive() &&
 		(!t.Container || (s.id != "" && ag.liveContainer() && (t.Spec.Credential == nil || ag.settles())))
+	if kept && t.Container {
+		// A copy-mode container's turn comes back before the call reads its usage and settings.
+		if err := ag.sync(ctx); err != nil {
+			e.log.Warn("a session's container is not kept: its changes could not be brought back", "err", err)
+			kept = false
+		}
+	}
 	if kept && t.Container && ag.settles() {
 		rep, err := ag.settle(ctx, nil)
 		if err != nil {

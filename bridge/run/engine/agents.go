@@ -27,8 +27,9 @@ import (
 // so its container, for the next turn of the same session alone — the key adds the session id and
 // the container's shape (mounts, egress, environment), so no other session, tool or spec takes it.
 // Its settings copy and policy files lie in the directory the agent owns. A container whose
-// report did not come (an executor that does not tell, or a copy-mode one, whose changes come back
-// only when the container ends) is never kept.
+// report did not come (an executor that does not tell) is never kept, nor a copy-mode one whose
+// executor cannot bring its changes back between turns (sandbox.Syncer: a pod's can, after each
+// turn, before the call reads the session's usage).
 //
 // A kept process holds what it started with: the environment (the provider's key — a key that
 // changed in providers.json changes the key, so the old process is not used again), and the
@@ -89,6 +90,18 @@ type agent struct {
 	// settler settles the container's egress grant between turns (sandbox.Spec.Live), nil
 	// without an egress proxy that can.
 	settler atomic.Pointer[sandbox.Settler]
+	// syncer brings a copy-mode container's changes back between turns (sandbox.Spec.Sync), nil
+	// for a container whose mounts are the host's own.
+	syncer atomic.Pointer[sandbox.Syncer]
+}
+
+// sync brings back what the agent's turn wrote in its container's copied mounts (nothing to do
+// for mounts the host shares).
+func (ag *agent) sync(ctx context.Context) error {
+	if s := ag.syncer.Load(); s != nil {
+		return (*s).Sync(context.WithoutCancel(ctx))
+	}
+	return nil
 }
 
 // settle settles the agent's egress grant (sandbox.Settler); an agent without one has nothing
@@ -118,11 +131,15 @@ func mergeEgress(a, b *sandbox.EgressReport) *sandbox.EgressReport {
 }
 
 // liveContainer reports whether the agent's container may be kept: it started, and its mounts
-// are the host's own (a copy-mode container brings its changes back only when it ends).
+// are the host's own or its executor brings copied ones back between turns (a copy-mode
+// container without a Syncer brings its changes back only when it ends).
 func (ag *agent) liveContainer() bool {
 	r := ag.report.Load()
 	if r == nil {
 		return false
+	}
+	if ag.syncer.Load() != nil {
+		return true
 	}
 	for _, m := range r.Mounts {
 		if m.Kind == "copy" {
@@ -169,6 +186,7 @@ func startAgent(exec sandbox.Executor, spec sandbox.Spec, log *slog.Logger) *age
 	spec.Stderr = ag.err
 	spec.Started = func(r sandbox.ContainerReport) { ag.report.Store(&r) }
 	spec.Live = func(s sandbox.Settler) { ag.settler.Store(&s) }
+	spec.Sync = func(s sandbox.Syncer) { ag.syncer.Store(&s) }
 	ctx, stop := context.WithCancel(context.Background())
 	ag.stop = stop
 	go func() {
