@@ -69,8 +69,11 @@ func TestKeylessLaterTurns(t *testing.T) {
 	if runs := serverRuns(t, dock.sess.Cmd.Process.Pid); len(runs) != 1 {
 		t.Errorf("the key-less session's turns ran in %d containers, want its one kept container", len(runs))
 	}
-	med := func(x []time.Duration) time.Duration { slices.Sort(x); return x[len(x)/2] }
-	p95 := func(x []time.Duration) time.Duration { slices.Sort(x); return x[len(x)*95/100] }
 	t.Logf("later turns, fake CLI, n=%d each, alternating: host p50 %v p95 %v; Docker key-less p50 %v p95 %v (p50 %.2fx host)",
-		n, med(h), p95(h), med(d), p95(d), float64(med(d))/float64(med(h)))
+		n, median(h), p95(h), median(d), p95(d), float64(median(d))/float64(median(h)))
 }
+
+// median and p95 are the 50th and 95th percentiles of x (sorted in place).
+func median(x []time.Duration) time.Duration { slices.Sort(x); return x[len(x)/2] }
+
+func p95(x []time.Duration) time.Duration { slices.Sort(x); return x[len(x)*95/100] }

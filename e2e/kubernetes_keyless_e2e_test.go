@@ -61,6 +61,22 @@ func k8sProvider(t *testing.T, w k8sWorld) (string, func() string) {
 	}
 }
 
+// k8sKeylessEnv is a prepared server environment whose openai-compatible provider (key-less:
+// the sidecar keeps key) is the fake provider in a pod of its own (k8sProvider), readable by the
+// run pods' user.
+func k8sKeylessEnv(t *testing.T, w k8sWorld) (e *env, ip string, providerLog func() string, key string) {
+	t.Helper()
+	ip, providerLog = k8sProvider(t, w)
+	e = prepareEnv(t)
+	key = secretKey(t)
+	writeFile(t, e.providers, keylessProviders("openai-compatible", "http://"+ip+":18080/v1", key))
+	// The pods run as uid 1000 (the server runs as root here): the checkout must be theirs to read.
+	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
+		t.Fatalf("chmod: %v %s", err, out)
+	}
+	return e, ip, providerLog, key
+}
+
 // TestKubernetesKeyless: a server with --isolation kubernetes keeps the provider's key out of
 // the run's pod: the run's settings copy names the egress sidecar's forwarder on the pod's
 // loopback and a placeholder, the key search of a hostile CLI (its environment, the environ and
@@ -72,14 +88,7 @@ func k8sProvider(t *testing.T, w k8sWorld) (string, func() string) {
 func TestKubernetesKeyless(t *testing.T) {
 	w := newK8sWorld(t)
 	w.c.RequireNetworkPolicy(t)
-	ip, providerLog := k8sProvider(t, w)
-	e := prepareEnv(t)
-	key := secretKey(t)
-	writeFile(t, e.providers, keylessProviders("openai-compatible", "http://"+ip+":18080/v1", key))
-	// The pods run as uid 1000 (the server runs as root here): the checkout must be theirs to read.
-	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
-		t.Fatalf("chmod: %v %s", err, out)
-	}
+	e, ip, providerLog, key := k8sKeylessEnv(t, w)
 	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, w.args()...)
 	// chat/completions: the API path the sidecar lends the key to.
 	_, sc := e.call("ask_cline", map[string]any{"prompt": "Call fake:call_provider?path=chat/completions&extra_auth=sk-attacker-other&needle=" + masked(key)})
@@ -126,13 +135,7 @@ func TestKubernetesKeyless(t *testing.T) {
 func TestKubernetesKeylessSpendLimit(t *testing.T) {
 	w := newK8sWorld(t)
 	w.c.RequireNetworkPolicy(t)
-	ip, providerLog := k8sProvider(t, w)
-	e := prepareEnv(t)
-	key := secretKey(t)
-	writeFile(t, e.providers, keylessProviders("openai-compatible", "http://"+ip+":18080/v1", key))
-	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
-		t.Fatalf("chmod: %v %s", err, out)
-	}
+	e, _, providerLog, _ := k8sKeylessEnv(t, w)
 	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, w.args()...)
 	res, sc := e.call("ask_cline", map[string]any{"prompt": "Spend fake:attack_keyless?marker=/tmp/keyless-marker.txt&spend=13&usage=10", "maxIterations": 1})
 	wantBudgetExceeded(t, sc, mcpsession.Text(res), "egress proxy refused the run's provider requests 10 times", "3 provider answers", "maxIterations 1 + 2")
@@ -149,13 +152,7 @@ func TestKubernetesKeylessSpendLimit(t *testing.T) {
 // once per turn.
 func TestKubernetesLiveSessionKeyless(t *testing.T) {
 	w := newK8sWorld(t)
-	ip, providerLog := k8sProvider(t, w)
-	e := prepareEnv(t)
-	key := secretKey(t)
-	writeFile(t, e.providers, keylessProviders("openai-compatible", "http://"+ip+":18080/v1", key))
-	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
-		t.Fatalf("chmod: %v %s", err, out)
-	}
+	e, _, providerLog, key := k8sKeylessEnv(t, w)
 	sessions := filepath.Join(e.root, "sessions")
 	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, append(w.args(), "--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "60s")...)
 	turn := func(n int, args map[string]any) (map[string]any, map[string]any) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -38,10 +39,11 @@ type SidecarGrant struct {
 // serves the run's provider requests on the pod's loopback (egress.ProviderAddr, the baseUrl of
 // the run's settings copy) through an egress.Proxy that adds the credential and reaches only the
 // credential's upstream. The proxy itself listens on a unix socket in dir, a volume only this
-// container mounts. The rest of stdin is ignored; the pod's deletion ends the sidecar.
+// container mounts. Each further line of stdin is a settle (SidecarSettle, below), answered on
+// stdout, from an executor that kept the grant's attach open; the pod's deletion ends the sidecar.
 //
-// The executor reaches the sidecar afterwards only by exec'ing into this container, through two
-// more sockets in dir. Between two turns of a kept pod, `cline-mcp-egress sidecar-settle`
+// Otherwise the executor reaches the sidecar afterwards only by exec'ing into this container,
+// through two more sockets in dir. Between two turns of a kept pod, `cline-mcp-egress sidecar-settle`
 // (sidecar_settle.go) settles the grant: it returns what the proxy counted since the grant or the
 // last settle, and from then on the proxy lends the credential that came on the exec's stdin
 // (the next turn's, with a fresh allowance) or none. Once the run's CLI ended,
@@ -72,7 +74,19 @@ func sidecarMain(args []string, stdin io.Reader, stdout io.Writer) int {
 	}
 	defer pln.Close()
 	_ = enc.Encode(egress.Message{Op: "granted"})
-	_, _ = io.Copy(io.Discard, in)
+	// An executor that keeps the grant's attach settles over it: each further line is a
+	// SidecarSettle, answered on stdout as sidecar-settle answers (the same socket).
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if sidecarSettleMain([]string{"-dir", *dir}, bytes.NewReader(line), stdout) != 0 {
+				_ = enc.Encode(SidecarSettled{Error: "settle: the sidecar's settle socket could not be reached"})
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	select {}
 }
 

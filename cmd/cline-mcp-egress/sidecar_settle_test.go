@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -137,5 +140,52 @@ func TestSidecarSettleMain(t *testing.T) {
 	var ans SidecarSettled
 	if err := json.Unmarshal([]byte(out.String()), &ans); err != nil || ans.Error == "" || strings.Contains(ans.Error, "sk-") {
 		t.Errorf("got %q (%v), want an error that does not quote the line", out.String(), err)
+	}
+}
+
+// TestSidecarSettlesOverStdin: after the grant, each further line of the sidecar's stdin is a
+// settle, answered on its stdout (the executor's kept attach): the first one counts the turn's
+// answer, the next, with a credential for another upstream, is refused, and a line once the
+// sidecar's sockets are gone gets an error answer rather than none.
+func TestSidecarSettlesOverStdin(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the sidecar runs in Linux pods")
+	}
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	defer up.Close()
+	grant, _ := json.Marshal(SidecarGrant{Credential: egress.Credential{Upstream: up.URL, BasePath: "/v1",
+		Endpoints: []string{"POST /echo"}, Headers: map[string]string{"Authorization": "Bearer sk-one"}}})
+	dir := t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go sidecarMain([]string{"-dir", dir, "-provider", "127.0.0.1:0"}, inR, outW) // runs until the test binary ends
+	out := bufio.NewReader(outR)
+	answer := func(line []byte) string {
+		t.Helper()
+		if _, err := inW.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
+		text, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+	if got := answer(grant); !strings.Contains(got, `"granted"`) {
+		t.Fatalf("the grant: %q", got)
+	}
+	var ans SidecarSettled
+	if err := json.Unmarshal([]byte(answer([]byte(`{"credential":null}`))), &ans); err != nil || ans.Error != "" || ans.Summary == nil {
+		t.Errorf("a settle over stdin: %+v %v, want a summary", ans, err)
+	}
+	other, _ := json.Marshal(SidecarSettle{Credential: &egress.Credential{Upstream: "https://elsewhere.example", Headers: map[string]string{"Authorization": "Bearer sk-two"}}})
+	if got := answer(other); !strings.Contains(got, `"error"`) || strings.Contains(got, "sk-two") {
+		t.Errorf("a settle for another upstream: %q, want an error that does not quote the key", got)
+	}
+	if err := os.Remove(filepath.Join(dir, "settle.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if got := answer([]byte(`{"credential":null}`)); !strings.Contains(got, `"error"`) {
+		t.Errorf("a settle without the socket: %q, want an error answer", got)
 	}
 }

@@ -1,12 +1,10 @@
 package kubernetes
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"net/url"
@@ -87,12 +85,14 @@ func (u upstream) allow() []string {
 
 // grant hands the credential to the pod's sidecar over its stdin (pods/attach) once it runs, and
 // waits for its answer: the credential never enters the pod's spec, environment or log. pinned
-// are the addresses the sidecar may dial (nil: it resolves the name itself, egress open).
-func (e *Executor) grant(ctx context.Context, pod string, c *sandbox.Credential, pinned []netip.Addr) error {
-	ctx, cancel := context.WithTimeout(ctx, grantTimeout)
+// are the addresses the sidecar may dial (nil: it resolves the name itself, egress open). With
+// keep the attach stays open for the run's settles (sidecarLine; the caller closes it), else it
+// ends with the answer.
+func (e *Executor) grant(ctx context.Context, pod string, c *sandbox.Credential, pinned []netip.Addr, keep bool) (*sidecarLine, error) {
+	wctx, cancel := context.WithTimeout(ctx, grantTimeout)
 	defer cancel()
-	if _, err := e.waitFor(ctx, pod, func(p *corev1.Pod) bool { return initRunning(p, sidecarName) }); err != nil {
-		return err
+	if _, err := e.waitFor(wctx, pod, func(p *corev1.Pod) bool { return initRunning(p, sidecarName) }); err != nil {
+		return nil, err
 	}
 	g := sidecarGrant{Credential: egressCredential(c)}
 	for _, a := range pinned {
@@ -100,39 +100,29 @@ func (e *Executor) grant(ctx context.Context, pod string, c *sandbox.Credential,
 	}
 	line, err := json.Marshal(g)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() {
-		opts := &corev1.PodAttachOptions{Container: sidecarName, Stdin: true, Stdout: true}
-		err := e.stream(sctx, pod, "attach", opts, remotecommand.StreamOptions{Stdin: inR, Stdout: outW})
-		outW.CloseWithError(fmt.Errorf("the attach ended: %v", err))
-		done <- err
-	}()
-	go func() {
-		_, _ = inW.Write(append(line, '\n'))
-		_ = inW.Close()
-	}()
+	l := e.attachSidecar(ctx, pod)
+	text, rerr := l.ask(line, grantTimeout)
+	if !keep || rerr != nil {
+		l.close()
+	}
+	if rerr != nil {
+		return nil, e.apiError("create pods/attach", fmt.Errorf("egress sidecar: no answer: %w", rerr))
+	}
 	var answer struct {
 		Op    string `json:"op"`
 		Error string `json:"error"`
 	}
-	text, rerr := bufio.NewReader(outR).ReadBytes('\n')
-	stop() // the attach would follow the sidecar's output for as long as it runs
-	<-done
-	_ = outR.Close()
-	if rerr != nil {
-		return e.apiError("create pods/attach", fmt.Errorf("egress sidecar: no answer: %w", rerr))
-	}
 	if err := json.Unmarshal(text, &answer); err != nil || answer.Op != "granted" {
-		return &sandbox.LaunchError{Op: "pod start", Err: fmt.Errorf("egress sidecar: %s %s", answer.Op, answer.Error),
+		l.close()
+		return nil, &sandbox.LaunchError{Op: "pod start", Err: fmt.Errorf("egress sidecar: %s %s", answer.Op, answer.Error),
 			Hint: "the run image must hold cline-mcp-egress (make image adds it)"}
 	}
-	return nil
+	if !keep {
+		return nil, nil
+	}
+	return l, nil
 }
 
 // sidecarSummary ends the run's grant in its sidecar (an exec of cline-mcp-egress

@@ -111,17 +111,20 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 func (e *Executor) drive(ctx context.Context, pod *corev1.Pod, pol *networkingv1.NetworkPolicy, spec sandbox.Spec, copies []*copied, up upstream, start time.Time,
 	fill func(context.Context, string, []*copied) error, end string) (sandbox.Exit, error) {
 	outside := false
+	var line *sidecarLine // a kept process's settles go over the grant's attach
 	if spec.Credential != nil {
-		if err := e.grant(ctx, pod.Name, spec.Credential, up.addrs); err != nil {
+		l, err := e.grant(ctx, pod.Name, spec.Credential, up.addrs, spec.Live != nil)
+		if err != nil {
 			return sandbox.Exit{}, err
 		}
-		outside = true
+		line, outside = l, true
+		defer line.close()
 	}
 	if err := fill(ctx, pod.Name, copies); err != nil {
 		return sandbox.Exit{}, err
 	}
 	var back sync.Mutex // a Sync and the copy back of the end write the same sources
-	e.tellLive(ctx, pod, pol, spec, copies, outside, &back)
+	e.tellLive(ctx, pod, pol, spec, copies, line, outside, &back)
 	x, ended, err := e.follow(ctx, pod.Name, spec, end)
 	x.Duration, x.Container = time.Since(start), e.storedReport(ctx, pod, pol, spec, outside)
 	if outside {
@@ -148,7 +151,7 @@ func (e *Executor) drive(ctx context.Context, pod *corev1.Pod, pol *networkingv1
 // tellLive gives spec what a run that outlives its call needs (a kept process's): the report of
 // what its pod enforces (Started), a way to bring its changes back between turns (Sync, holding
 // back) and, with the credential outside, to settle the sidecar's grant between them (Live).
-func (e *Executor) tellLive(ctx context.Context, pod *corev1.Pod, pol *networkingv1.NetworkPolicy, spec sandbox.Spec, copies []*copied, outside bool, back *sync.Mutex) {
+func (e *Executor) tellLive(ctx context.Context, pod *corev1.Pod, pol *networkingv1.NetworkPolicy, spec sandbox.Spec, copies []*copied, line *sidecarLine, outside bool, back *sync.Mutex) {
 	if spec.Started != nil {
 		spec.Started(*e.storedReport(ctx, pod, pol, spec, outside))
 	}
@@ -156,7 +159,7 @@ func (e *Executor) tellLive(ctx context.Context, pod *corev1.Pod, pol *networkin
 		spec.Sync(&podSync{e: e, pod: pod.Name, copies: copies, mu: back})
 	}
 	if outside && spec.Live != nil {
-		spec.Live(e.settlerFor(pod.Name))
+		spec.Live(e.settlerFor(pod.Name, line))
 	}
 }
 

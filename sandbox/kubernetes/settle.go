@@ -33,60 +33,75 @@ type sidecarSettled struct {
 
 // podSettler settles the egress grant of a kept pod's sidecar between two turns of its session.
 type podSettler struct {
-	e   *Executor
-	pod string
+	e    *Executor
+	pod  string
+	line *sidecarLine // the grant's attach, kept (nil: settles go by exec)
 }
 
 // Settle implements sandbox.Settler.
 func (s podSettler) Settle(ctx context.Context, cred *sandbox.Credential) (*sandbox.EgressReport, error) {
-	return s.e.settleSidecar(ctx, s.pod, cred)
+	return s.e.settleSidecar(ctx, s.pod, s.line, cred)
 }
 
 // settlerFor is the sandbox.Settler of pod, a pod whose run has a credential in its egress
-// sidecar (Spec.Live).
-func (e *Executor) settlerFor(pod string) sandbox.Settler {
-	return podSettler{e: e, pod: pod}
+// sidecar (Spec.Live); line is the grant's kept attach, if any.
+func (e *Executor) settlerFor(pod string, line *sidecarLine) sandbox.Settler {
+	return podSettler{e: e, pod: pod, line: line}
 }
 
-// settleSidecar settles the run's grant in pod's sidecar (an exec of cline-mcp-egress
-// sidecar-settle): it returns what the sidecar's proxy refused and let through since the grant or
-// the last settle (nil when nothing), and from then on the proxy lends c (its fresh allowance
-// included) or, with c nil, no credential at all. c goes on the exec's stdin only, never in its
-// command. It runs to its own timeout even when ctx is cancelled: a half-done settle would leave
-// the pod lending a key the caller thinks it took back.
+// settleSidecar settles the run's grant in pod's sidecar (a line over the grant's kept attach,
+// else an exec of cline-mcp-egress sidecar-settle): it returns what the sidecar's proxy refused
+// and let through since the grant or the last settle (nil when nothing), and from then on the
+// proxy lends c (its fresh allowance included) or, with c nil, no credential at all. c goes on the
+// sidecar's stdin only, never in a command. It runs to its own timeout even when ctx is
+// cancelled: a half-done settle would leave the pod lending a key the caller thinks it took back.
 //
 // The grant's upstream cannot change in a settle: the pod's NetworkPolicy, the sidecar's pinned
 // addresses and its allow-list name the upstream of the first grant. The sidecar compares c's
 // upstream (host and port) with it and refuses the settle, without settling anything, when they
 // differ, so the caller starts a pod for the new upstream instead of running a turn whose every
 // provider request would be refused.
-func (e *Executor) settleSidecar(ctx context.Context, pod string, c *sandbox.Credential) (*sandbox.EgressReport, error) {
+func (e *Executor) settleSidecar(ctx context.Context, pod string, line *sidecarLine, c *sandbox.Credential) (*sandbox.EgressReport, error) {
 	var req sidecarSettle
 	if c != nil {
 		ec := egressCredential(c)
 		req.Credential = &ec
 	}
-	line, err := json.Marshal(req)
+	text, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
+	var answer []byte
+	if line.usable() {
+		// A line that fails now may or may not have been acted on: no second try by exec.
+		if answer, err = line.ask(text, settleTimeout); err != nil {
+			return nil, fmt.Errorf("kubernetes egress sidecar settle of pod %s: %w", pod, err)
+		}
+	} else if answer, err = e.execSettle(ctx, pod, text); err != nil {
+		return nil, err
+	}
+	rep, err := settledReport(answer)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes egress sidecar settle of pod %s: %w", pod, err)
+	}
+	return rep, nil
+}
+
+// execSettle settles by an exec of cline-mcp-egress sidecar-settle, the request on its stdin.
+func (e *Executor) execSettle(ctx context.Context, pod string, text []byte) ([]byte, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	opts := &corev1.PodExecOptions{Container: sidecarName, Command: []string{e.cfg.Egress, "sidecar-settle", "-dir", sidecarDir},
 		Stdin: true, Stdout: true, Stderr: true}
-	so := remotecommand.StreamOptions{Stdin: bytes.NewReader(append(line, '\n')), Stdout: &out, Stderr: &errOut}
+	so := remotecommand.StreamOptions{Stdin: bytes.NewReader(append(text, '\n')), Stdout: &out, Stderr: &errOut}
 	if err := e.stream(sctx, pod, "exec", opts, so); err != nil {
 		if msg := strings.TrimSpace(errOut.String()); msg != "" {
 			err = fmt.Errorf("%w (%s)", err, msg)
 		}
 		return nil, e.apiError("create pods/exec", fmt.Errorf("egress sidecar settle of pod %s: %w", pod, err))
 	}
-	rep, err := settledReport(out.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes egress sidecar settle of pod %s: %w", pod, err)
-	}
-	return rep, nil
+	return out.Bytes(), nil
 }
 
 // settledReport reads the sidecar's answer to a settle.

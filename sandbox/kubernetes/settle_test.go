@@ -35,11 +35,3 @@ func TestSettledReport(t *testing.T) {
 		})
 	}
 }
-
-// TestSettlerFor: a pod's Settler settles that pod.
-func TestSettlerFor(t *testing.T) {
-	e := &Executor{}
-	if s, ok := e.settlerFor("run-1").(podSettler); !ok || s.e != e || s.pod != "run-1" {
-		t.Errorf("got %#v, want the executor's settler of pod run-1", e.settlerFor("run-1"))
-	}
-}

@@ -123,24 +123,17 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	kept := keep && terr == nil && !turn.Cancelled && !turn.TimedOut && turn.StopReason != "" && ag.alive() &&
 		(!t.Container || (s.id != "" && ag.liveContainer() && (t.Spec.Credential == nil || ag.settles())))
 	if kept && t.Container {
-		// A copy-mode container's turn comes back before the call reads its usage and settings.
-		if err := ag.sync(ctx); err != nil {
-			e.log.Warn("a session's container is not kept: its changes could not be brought back", "err", err)
-			kept = false
-		}
-	}
-	if kept && t.Container && ag.settles() {
-		rep, err := ag.settle(ctx, nil)
+		rep, err := ag.between(ctx)
+		idle = mergeEgress(idle, rep)
 		if err != nil {
-			e.log.Warn("a session's container is not kept: its egress grant could not be settled", "err", err)
+			e.log.Warn("a session's container is not kept", "err", err)
 			kept = false
 		}
-		x.exit.Egress = mergeEgress(idle, rep)
 	}
 	if kept {
 		ag.out.set(nil)
 		ag.err.set(nil)
-		x.exit.Container = ag.report.Load()
+		x.exit.Container, x.exit.Egress = ag.report.Load(), idle
 		e.pool.put(key, ag)
 	} else {
 		// A turn that ended by itself lets the process exit on EOF (acpExitGrace), but never past

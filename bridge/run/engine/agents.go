@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -112,6 +113,28 @@ func (ag *agent) settle(ctx context.Context, cred *sandbox.Credential) (*sandbox
 		return nil, errors.New("the container's egress grant cannot be settled")
 	}
 	return (*s).Settle(context.WithoutCancel(ctx), cred)
+}
+
+// between readies a container's kept agent for its session's next turn, before the call reads
+// its usage and settings: a copy-mode container's turn comes back (sync), and its egress grant is
+// settled without a credential — both at once, each a round trip to the container's engine. It
+// returns the settled report and why the agent cannot be kept.
+func (ag *agent) between(ctx context.Context) (*sandbox.EgressReport, error) {
+	var rep *sandbox.EgressReport
+	var serr error
+	var wg sync.WaitGroup
+	if ag.settles() {
+		wg.Go(func() { rep, serr = ag.settle(ctx, nil) })
+	}
+	err := ag.sync(ctx)
+	wg.Wait()
+	if err != nil {
+		err = fmt.Errorf("its changes could not be brought back: %w", err)
+	}
+	if serr != nil {
+		serr = fmt.Errorf("its egress grant could not be settled: %w", serr)
+	}
+	return rep, errors.Join(err, serr)
 }
 
 // settles reports whether the agent's egress grant can be settled between turns.
