@@ -184,24 +184,53 @@ func TestLiveContainerSessionKilledServer(t *testing.T) {
 	}
 }
 
-// TestLiveContainerSessionNotKept: a copy-mode engine brings a run's changes back only when its
-// container ends, so its session's container is not kept: after the turn the server has none
-// left, and the session goes on in a new container with its history.
-func TestLiveContainerSessionNotKept(t *testing.T) {
+// TestLiveContainerSessionCopyMode: a copy-mode engine (--docker-mounts copy) keeps a session's
+// container too. What turn 1 wrote in the session's data dir is on the host right after the turn
+// (brought back while the container runs); turn 2 runs in the same container and sees the file
+// turn 1 planted in its /tmp; the file turn 1 wrote and turn 3 removes is gone from the host after
+// turn 3 (which only a renewed record of what the container holds can tell); the history carries on.
+func TestLiveContainerSessionCopyMode(t *testing.T) {
 	sessions := filepath.Join(t.TempDir(), "sessions")
-	w := newWorld(t, docker, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", sessions, "--docker-mounts", "copy"}})
-	_, first := w.call("ask_cline", map[string]any{"prompt": "remember this fake:pong"})
-	wantOK(t, first)
-	if !mcpsession.Eventually(10*time.Second, func() bool {
-		ids, _ := mcpsession.ContainersOf(w.sess.Cmd.Process.Pid)
-		return len(ids) == 0
-	}) {
-		t.Fatalf("a copy-mode session's container was kept")
+	w := newWorld(t, docker, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", sessions, "--docker-mounts", "copy", "--warm-idle", "60s"}})
+	mine := func() []string { // the run containers, not their never-started fillers
+		var out []string
+		for _, id := range serverRuns(t, w.sess.Cmd.Process.Pid) {
+			if containerLabel(t, id, "cline-mcp.role") != "filler" {
+				out = append(out, id)
+			}
+		}
+		return out
 	}
-	_, second := w.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": first["sessionId"]})
+	gitInit(t, w.work, map[string]string{"README.md": "x\n"})
+	_, first := w.call("ask_cline", map[string]any{"prompt": "remember this " + plant})
+	wantOK(t, first)
+	id, _ := first["sessionId"].(string)
+	data := sessionData(t, sessions, id)
+	host1 := readTrimmed(filepath.Join(data, "host1"))
+	if host1 == "" {
+		t.Fatalf("turn 1's data did not come back from its copy-mode container (no host1 in %s): %v", data, first)
+	}
+	kept := mine()
+	if len(kept) != 1 {
+		t.Fatalf("after turn 1 the server has run containers %v, want the session's one kept", kept)
+	}
+	_, second := w.call("ask_cline", map[string]any{"prompt": probe, "sessionId": id})
 	wantOK(t, second)
-	if got, _ := second["text"].(string); !strings.HasPrefix(got, "earlier=1 first=remember this") {
+	if got := readTrimmed(filepath.Join(data, "host2")); got != host1 || readTrimmed(filepath.Join(data, "seen")) != "planted" {
+		t.Errorf("turn 2 ran in container %q (turn 1 in %q) and saw %q, want the kept one and its planted file", got, host1, readTrimmed(filepath.Join(data, "seen")))
+	}
+	_, third := w.call("ask_cline", map[string]any{"prompt": "fake:run_commands?cmd=rm%20$CLINE_DATA_DIR/host1", "sessionId": id})
+	wantOK(t, third)
+	if _, err := os.Stat(filepath.Join(data, "host1")); !os.IsNotExist(err) {
+		t.Errorf("the file turn 3 removed in the container is still on the host: %v", err)
+	}
+	_, fourth := w.call("ask_cline", map[string]any{"prompt": "fake:history", "sessionId": id})
+	wantOK(t, fourth)
+	if got, _ := fourth["text"].(string); !strings.HasPrefix(got, "earlier=3 first=remember this") {
 		t.Errorf("the copy-mode session lost its history: %q", got)
+	}
+	if ids := mine(); len(ids) != 1 || ids[0] != kept[0] {
+		t.Errorf("after four turns the server has run containers %v, want %v alone", ids, kept)
 	}
 }
 

@@ -163,8 +163,9 @@ type Spec struct {
 	// turns); not called otherwise.
 	Live func(Settler)
 	// Sync, when set, is given the run's Syncer before it starts, by an executor that copies the
-	// mounts in and back instead of sharing them (a pod): what a kept process's turn wrote comes
-	// back between turns, not only when the container ends. Not called by an executor that shares.
+	// mounts in and back instead of sharing them (a pod, a Docker copy-mode container): what a
+	// kept process's turn wrote comes back between turns, not only when the container ends. Not
+	// called by an executor that shares.
 	Sync func(Syncer)
 }
 

@@ -23,16 +23,17 @@ import (
 // session, tool or spec ever gets it; a later turn whose spec differs (the repository's policy
 // narrowed the egress, a new key) starts a new container. What the host reads after each turn is
 // read as for any container: usage from the session's data dir and the settings copy, through
-// os.Root, never following a link. A pod's mounts are copies: its executor brings them back after
-// each turn (sandbox.Syncer), through the checks of the copy back at a pod's end.
+// os.Root, never following a link. A pod's mounts are copies (and a Docker copy-mode container's):
+// the executor brings them back after each turn (sandbox.Syncer), through the checks of the copy
+// back at the container's end.
 //
 // A key-less run's container is kept when the egress proxy (a pod's sidecar) can settle its grant
 // (bridge/run/engine): after the turn the proxy counts the turn and lends the key to nothing until
 // the next turn re-arms it with that call's credential and allowance.
 //
 // Not kept (a container per turn, as before): apply_cline_edits (a process a turn left behind could
-// change the checkout after the call's diff was taken) and a Docker copy-mode engine (its changes
-// come back only when the container ends).
+// change the checkout after the call's diff was taken). A Docker copy-mode container comes back
+// between turns like a pod (sandbox.Syncer).
 
 // layouts are the repository layouts (git.Repo; nil: not in one) of ask_cline's live sessions,
 // recorded by the turn that kept the container: the next turn's mounts, and so its shape, use it

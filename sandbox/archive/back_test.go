@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -281,5 +283,47 @@ func TestReadOneFile(t *testing.T) {
 	_ = tw.WriteHeader(&tar.Header{Name: "providers.json", Typeflag: tar.TypeReg, Size: MaxReturnedFile + 1, Mode: 0o600})
 	if _, _, err := ReadSingle(&b); !errors.Is(err, ErrRefused) {
 		t.Errorf("an oversized file: got %v, want it refused", err)
+	}
+}
+
+// TestManifestOfAfterCopyBack: once a copy back made the host tree match the container's, its
+// ManifestOf is what the next copy back compares with: a file the first copy back created and
+// the container then removed is deleted by the second, which the manifest of what first went
+// in could not tell.
+func TestManifestOfAfterCopyBack(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "repo")
+	writeTestFile(t, filepath.Join(repo, "keep.txt"), "keep")
+	writeTestFile(t, filepath.Join(repo, ".git", "HEAD"), "ref")
+	man := Manifest{}
+	if err := WriteTree(tar.NewWriter(io.Discard), repo, Owner{}, Under(nil), HasGitPart, man); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ManifestOf(repo, Under(nil), HasGitPart); err != nil || !maps.Equal(got, man) {
+		t.Fatalf("ManifestOf: %v %v, want what WriteTree recorded %v", got, err, man)
+	}
+	back := func(man Manifest, a io.Reader) {
+		t.Helper()
+		plan, err := ReadBack(a, "repo", man, HasGitPart, testStage(t), DefaultLimits)
+		if err == nil {
+			err = plan.Apply(repo)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	back(man, archive(t, dir("repo/"), file("repo/keep.txt", "keep"), file("repo/new.txt", "created")))
+	renewed, err := ManifestOf(repo, Under(nil), HasGitPart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := renewed["new.txt"]; !ok {
+		t.Fatalf("the renewed manifest lacks new.txt: %v", renewed)
+	}
+	back(renewed, archive(t, dir("repo/"), file("repo/keep.txt", "keep")))
+	if _, err := os.Lstat(filepath.Join(repo, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("new.txt: got %v, want it deleted by the second copy back", err)
+	}
+	if readTestFile(t, filepath.Join(repo, ".git", "HEAD")) != "ref" {
+		t.Error(".git was touched")
 	}
 }

@@ -32,6 +32,17 @@ type SkipFunc func(rel string) bool
 // Owner is the numeric owner WriteTree gives every entry (the container's user).
 type Owner struct{ UID, GID int }
 
+// ManifestOf is the Manifest WriteTree would record of src as it is now, writing nothing: what a
+// container's copy of src holds once a copy back made src match it.
+func ManifestOf(src string, skip, noRecord SkipFunc) (Manifest, error) {
+	man := Manifest{}
+	tw := tar.NewWriter(io.Discard)
+	if err := WriteTree(tw, src, Owner{}, skip, noRecord, man); err != nil {
+		return nil, err
+	}
+	return man, tw.Close()
+}
+
 // Under returns a SkipFunc for the given relative paths and their subtrees.
 func Under(rels []string) SkipFunc {
 	return func(rel string) bool {

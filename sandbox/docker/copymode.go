@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -59,6 +60,9 @@ type copied struct {
 	// engine's machine.
 	overlay                            bool
 	upper, upperPoint, upperAt, merged string
+	// whole: a Sync brought d back while the run went on (copysync.go) and renewed man, so the
+	// overlay's upper no longer says what changed since man: every later read is of the whole tree.
+	whole bool
 }
 
 // copySet is the copy-mode state of one run: its volumes and how to bring changes back.
@@ -72,6 +76,8 @@ type copySet struct {
 	// filler is kept until the copy back when a directory is an overlay: it reads the upper
 	// volumes.
 	filler string
+	// back is held by each copy back, a Sync's or the end's: both write the Mounts' sources.
+	back sync.Mutex
 }
 
 // prepareCopy creates one volume per directory Mount, fills them through a filler container
@@ -330,22 +336,32 @@ func (e *Executor) copyError(ctx context.Context, op, id string, err error) erro
 // after a stop too (a bind mount would have the changes of a stopped run as well), on its own
 // timeout. The first failure ends it; each Mount is all or nothing.
 func (cs *copySet) copyBack(ctx context.Context, id string) error {
+	cs.back.Lock()
+	defer cs.back.Unlock()
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyTimeout)
 	defer cancel()
 	for _, d := range cs.dirs {
-		if d.m.ReadOnly || d.m.Return.IsZero() {
-			continue
+		if err := cs.mountBack(bctx, id, d); err != nil {
+			return err
 		}
-		if d.m.Return.Tree {
-			if err := cs.treeBack(bctx, id, d); err != nil {
-				return &sandbox.CopyBackError{Source: d.m.Source, Err: err}
-			}
-			continue
+	}
+	return nil
+}
+
+// mountBack brings back what d's Return names (nothing for a read-only Mount).
+func (cs *copySet) mountBack(ctx context.Context, id string, d *copied) error {
+	if d.m.ReadOnly || d.m.Return.IsZero() {
+		return nil
+	}
+	if d.m.Return.Tree {
+		if err := cs.treeBack(ctx, id, d); err != nil {
+			return &sandbox.CopyBackError{Source: d.m.Source, Err: err}
 		}
-		for _, f := range d.m.Return.Files {
-			if err := cs.fileBack(bctx, id, d, f); err != nil {
-				return &sandbox.CopyBackError{Source: filepath.Join(d.m.Source, filepath.FromSlash(f)), Err: err}
-			}
+		return nil
+	}
+	for _, f := range d.m.Return.Files {
+		if err := cs.fileBack(ctx, id, d, f); err != nil {
+			return &sandbox.CopyBackError{Source: filepath.Join(d.m.Source, filepath.FromSlash(f)), Err: err}
 		}
 	}
 	return nil
@@ -369,7 +385,7 @@ func (cs *copySet) treeBack(ctx context.Context, id string, d *copied) error {
 	}
 	defer stage.Close()
 	skip := func(r string) bool { return archive.HasGitPart(r) || archive.Under(d.nested)(r) }
-	if d.overlay {
+	if d.overlay && !d.whole {
 		return cs.overlayBack(ctx, id, d, stage, skip)
 	}
 	plan, err := archive.ReadBack(res.Content, path.Base(d.m.Target), d.man, skip, stage, cs.e.backLimits)

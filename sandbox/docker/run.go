@@ -107,6 +107,9 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		spec.Started(c.report)
 	}
 	eg.live(spec)
+	if plan.copies != nil && spec.Sync != nil {
+		spec.Sync(copySync{cs: plan.copies, id: c.id})
+	}
 	// Without this check a missing executable would only show as init's exit 127.
 	if err := e.statPath(ctx, c.id, spec.Path); err != nil {
 		return sandbox.Exit{}, err

@@ -1,10 +1,8 @@
 package kubernetes
 
 import (
-	"archive/tar"
 	"context"
 	"fmt"
-	"io"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,21 +51,11 @@ func (s *podSync) Sync(ctx context.Context) error {
 		if c.man == nil {
 			continue
 		}
-		man, err := manifestOf(c)
+		man, err := archive.ManifestOf(c.m.Source, archive.Under(c.nested), archive.HasGitPart)
 		if err != nil {
-			return &sandbox.CopyBackError{Source: c.m.Source, Err: err}
+			return &sandbox.CopyBackError{Source: c.m.Source, Err: fmt.Errorf("the manifest of %s: %w", c.m.Source, err)}
 		}
 		c.man = man
 	}
 	return nil
-}
-
-// manifestOf is the manifest of c's source as it is now, as writeMount records it.
-func manifestOf(c *copied) (archive.Manifest, error) {
-	man := archive.Manifest{}
-	tw := tar.NewWriter(io.Discard)
-	if err := archive.WriteTree(tw, c.m.Source, archive.Owner{}, archive.Under(c.nested), archive.HasGitPart, man); err != nil {
-		return nil, fmt.Errorf("the manifest of %s: %w", c.m.Source, err)
-	}
-	return man, tw.Close()
 }

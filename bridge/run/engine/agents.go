@@ -29,8 +29,8 @@ import (
 // the container's shape (mounts, egress, environment), so no other session, tool or spec takes it.
 // Its settings copy and policy files lie in the directory the agent owns. A container whose
 // report did not come (an executor that does not tell) is never kept, nor a copy-mode one whose
-// executor cannot bring its changes back between turns (sandbox.Syncer: a pod's can, after each
-// turn, before the call reads the session's usage).
+// executor cannot bring its changes back between turns (sandbox.Syncer: Docker's copy mode and a
+// pod's can, after each turn, before the call reads the session's usage).
 //
 // A kept process holds what it started with: the environment (the provider's key — a key that
 // changed in providers.json changes the key, so the old process is not used again), and the
