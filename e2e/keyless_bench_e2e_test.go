@@ -39,8 +39,22 @@ func TestKeylessLaterTurns(t *testing.T) {
 		return e
 	}
 	host, dock := start(false), start(true)
+	h, d, _ := laterTurns(t, n, host, dock)
+	if runs := serverRuns(t, dock.sess.Cmd.Process.Pid); len(runs) != 1 {
+		t.Errorf("the key-less session's turns ran in %d containers, want its one kept container", len(runs))
+	}
+	t.Logf("later turns, fake CLI, n=%d each, alternating: host p50 %v p95 %v; Docker key-less p50 %v p95 %v (p50 %.2fx host)",
+		n, median(h), p95(h), median(d), p95(d), float64(median(d))/float64(median(h)))
+}
+
+// laterTurns times n later turns of a host session and of a key-less container session (its
+// first turn must say credentialOutside, or the benchmark would measure something else),
+// alternating, 300 ms apart, the fake CLI's pong on both; it returns both samples and the
+// container session's first turn.
+func laterTurns(t *testing.T, n int, host, box *env) (h, b []time.Duration, first time.Duration) {
+	t.Helper()
 	sessions := map[*env]string{}
-	turn := func(e *env) time.Duration {
+	turn := func(e *env) (time.Duration, map[string]any) {
 		args := map[string]any{"prompt": "fake:pong"}
 		if id := sessions[e]; id != "" {
 			args["sessionId"] = id
@@ -52,25 +66,20 @@ func TestKeylessLaterTurns(t *testing.T) {
 			t.Fatalf("turn: %v", sc)
 		}
 		sessions[e], _ = sc["sessionId"].(string)
-		return d
+		return d, sc
 	}
 	turn(host)
-	_, first := dock.call("ask_cline", map[string]any{"prompt": "fake:pong"})
-	if enf, _ := enforcementOf(t, first); enf["credentialOutside"] != true {
-		t.Fatalf("the Docker session is not key-less, the benchmark would measure something else: %v", enf)
+	first, sc := turn(box)
+	if enf, _ := enforcementOf(t, sc); enf["credentialOutside"] != true {
+		t.Fatalf("the container session is not key-less, the benchmark would measure something else: %v", enf)
 	}
-	sessions[dock], _ = first["sessionId"].(string)
-	var h, d []time.Duration
 	for range n {
-		h = append(h, turn(host))
-		d = append(d, turn(dock))
+		dh, _ := turn(host)
+		db, _ := turn(box)
+		h, b = append(h, dh), append(b, db)
 		time.Sleep(300 * time.Millisecond)
 	}
-	if runs := serverRuns(t, dock.sess.Cmd.Process.Pid); len(runs) != 1 {
-		t.Errorf("the key-less session's turns ran in %d containers, want its one kept container", len(runs))
-	}
-	t.Logf("later turns, fake CLI, n=%d each, alternating: host p50 %v p95 %v; Docker key-less p50 %v p95 %v (p50 %.2fx host)",
-		n, median(h), p95(h), median(d), p95(d), float64(median(d))/float64(median(h)))
+	return h, b, first
 }
 
 // median and p95 are the 50th and 95th percentiles of x (sorted in place).

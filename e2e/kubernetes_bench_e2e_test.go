@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // envPodSessionBench turns TestKubernetesLaterTurns on: the number of later turns of each side.
@@ -41,34 +40,7 @@ func TestKubernetesLaterTurns(t *testing.T) {
 		return e
 	}
 	host, pod := start(false), start(true)
-	sessions := map[*env]string{}
-	var last map[string]any
-	turn := func(e *env) time.Duration {
-		args := map[string]any{"prompt": "fake:pong"}
-		if id := sessions[e]; id != "" {
-			args["sessionId"] = id
-		}
-		t0 := time.Now()
-		_, sc := e.call("ask_cline", args)
-		d := time.Since(t0)
-		if sc["ok"] != true {
-			t.Fatalf("turn: %v", sc)
-		}
-		sessions[e], _ = sc["sessionId"].(string)
-		last = sc
-		return d
-	}
-	turn(host)
-	first := turn(pod)
-	if enf, _ := enforcementOf(t, last); enf["credentialOutside"] != true {
-		t.Fatalf("the pod session is not key-less, the benchmark would measure something else: %v", enf)
-	}
-	var h, p []time.Duration
-	for range n {
-		h = append(h, turn(host))
-		p = append(p, turn(pod))
-		time.Sleep(300 * time.Millisecond)
-	}
+	h, p, first := laterTurns(t, n, host, pod)
 	if k := w.pods(); k != 1 {
 		t.Errorf("the session's turns left %d pods, want its one kept pod", k)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cline-mcp/cline-mcp/sandbox/egress"
 )
@@ -165,11 +166,15 @@ func TestSidecarSettlesOverStdin(t *testing.T) {
 		if _, err := inW.Write(append(line, '\n')); err != nil {
 			t.Fatal(err)
 		}
-		text, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
+		got := make(chan string, 1)
+		go func() { text, _ := out.ReadString('\n'); got <- text }()
+		select {
+		case text := <-got:
+			return text
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no answer on the sidecar's stdout to %.40s…", line)
 		}
-		return text
+		return ""
 	}
 	if got := answer(grant); !strings.Contains(got, `"granted"`) {
 		t.Fatalf("the grant: %q", got)
