@@ -97,3 +97,51 @@ func (w *acpWorld) jsonOneShot(t *testing.T) time.Duration {
 	}
 	return d
 }
+
+// TestACPFirstTurnAfterWarmUp measures, with the real CLI and the fake provider, what a spare's
+// warm-up buys (bridge/run/engine warmup.go): the first turn of a new session in a process that
+// has only initialized, in one whose one request so far was refused (403, as the egress proxy
+// refuses a disarmed spare's), and in one that has answered a turn. It logs medians; it asserts
+// nothing about time (CLINE_MCP_CONTRACT_BENCH=<rounds>).
+func TestACPFirstTurnAfterWarmUp(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(envBench))
+	if n <= 0 {
+		t.Skipf("set %s=<rounds> (e.g. 5) to measure", envBench)
+	}
+	w := newACPWorld(t, fakeprovider.Script(fakeprovider.Text("PONG")))
+	first := func(p *agentProc) time.Duration {
+		w.prov.SetResponder(fakeprovider.Script(fakeprovider.Text("PONG")))
+		s := w.session(p, acp.ReadOnly(false))
+		start := time.Now()
+		if turn, err := w.prompt(s, "Reply with the word PONG"); err != nil || turn.Text != "PONG" {
+			t.Fatalf("turn: %+v, %v", turn, err)
+		}
+		return time.Since(start)
+	}
+	var cold, refused, answered []time.Duration
+	for range n {
+		p := w.initialized(acp.Options{})
+		cold = append(cold, first(p))
+		p.stop(t)
+
+		p = w.initialized(acp.Options{})
+		w.prov.SetResponder(fakeprovider.Script(fakeprovider.Error(403, nil)))
+		if _, err := w.prompt(w.session(p, acp.ReadOnly(false)), "warm-up"); err == nil {
+			t.Fatal("the refused warm-up turn did not fail")
+		}
+		refused = append(refused, first(p))
+		p.stop(t)
+
+		p = w.initialized(acp.Options{})
+		first(p)
+		answered = append(answered, first(p))
+		p.stop(t)
+	}
+	t.Logf("real CLI %s, fake provider, first turn of a new session, %d rounds (medians, min–max):", clineVersion, n)
+	for _, m := range []struct {
+		name string
+		ds   []time.Duration
+	}{{"process only initialized", cold}, {"after one refused request", refused}, {"after an answered turn", answered}} {
+		t.Logf("  %-26s p50 %7v  (%v–%v)", m.name, p50(m.ds).Round(time.Millisecond), slices.Min(m.ds).Round(time.Millisecond), slices.Max(m.ds).Round(time.Millisecond))
+	}
+}

@@ -85,8 +85,10 @@ func TestLatencyWarmAndSessions(t *testing.T) {
 		{name: "docker, warm, JSON", w: newWorld(t, pong, inDocker(), warm, alone())},
 		{name: "host, ACP (kept process)", w: newWorld(t, pong, acpArgs(), alone()), base: 3},
 		{name: "docker, warm, ACP", w: newWorld(t, pong, inDocker(), warm, acpArgs(), alone()), base: 3},
-		{name: "host ACP session, later turn", w: newWorld(t, pong, acpArgs(), alone()), sess: "?", base: 5},
-		{name: "docker ACP session, later turn", w: newWorld(t, pong, inDocker(), acpArgs(), alone()), sess: "?", base: 5},
+		{name: "docker, warm, ACP, key-less", w: newWorld(t, pong, throughEgressProxy(), warm, acpArgs(), alone()), base: 3},
+		{name: "host ACP session, later turn", w: newWorld(t, pong, acpArgs(), alone()), sess: "?", base: 6},
+		{name: "docker ACP session, later turn", w: newWorld(t, pong, inDocker(), acpArgs(), alone()), sess: "?", base: 6},
+		{name: "docker ACP session, later, key-less", w: newWorld(t, pong, throughEgressProxy(), acpArgs(), alone()), sess: "?", base: 6},
 	}
 	measure := func(s *series) time.Duration {
 		args := map[string]any{"prompt": "Reply with the word PONG"}

@@ -153,7 +153,8 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	f := Facts{StdoutTail: outTail.String(), StderrTail: errTail.String(), SessionID: s.id, Warnings: s.warnings, Kept: kept, DataDir: dataDir}
 	if spares && terr == nil {
 		// The next conversation's process, started now that this call no longer needs the engine.
-		e.spares.fill(spareKey, t.Exec, t.Spec, t.Spare, e)
+		w, warm := warmUpOf(t)
+		e.spares.fill(spareKey, t.Exec, t.Spec, t.Spare, w, warm, e)
 	}
 	if errors.As(x.err, &f.CopyBack) {
 		x.err = nil
@@ -200,7 +201,16 @@ func (e *ACP) warmAgent(ctx context.Context, t *Turn, key agentKey, keep, spares
 		}
 	case spares:
 		if s := e.spares.take(key); s != nil {
-			ag, dataDir = s.ag, s.ag.dataDir
+			if ag, idle = s.ag, nil; s.disarmed {
+				var err error
+				if idle, err = ag.settle(ctx, t.Spec.Credential); err != nil {
+					e.log.Warn("a spare is not used: its egress grant could not be armed", "err", err)
+					go s.end()
+					ag, idle = nil, nil
+					break
+				}
+			}
+			dataDir = ag.dataDir
 			s.data.keep() // the session's now
 			t.DataDir = dataDir
 		}

@@ -41,6 +41,8 @@ type spare struct {
 	ag   *agent
 	data Owned
 	idle *time.Timer
+	// disarmed: its egress grant lends nothing until the claim re-arms it (a warmed spare).
+	disarmed bool
 }
 
 // end ends an unclaimed spare: its process (and so its container), its directories.
@@ -85,8 +87,8 @@ func (p *spares) take(key agentKey) *spare {
 }
 
 // fill starts spares for key in the background until the engine keeps max of them: each from
-// mk, on exec.
-func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk func(sandbox.Spec) (Spare, error), e *ACP) {
+// mk, on exec, warmed up with w when warm (warmup.go).
+func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk func(sandbox.Spec) (Spare, error), w warmUp, warm bool, e *ACP) {
 	for {
 		p.mu.Lock()
 		if p.closed || p.n >= p.max {
@@ -111,6 +113,15 @@ func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk
 			case <-time.After(spareDelay):
 			}
 			s := p.start(ctx, exec, spec, mk, e)
+			if s != nil && warm && s.ag.settles() { // a grant that cannot be settled: as it is
+				if err := w.run(ctx, s.ag); err != nil {
+					e.log.Warn("a spare Cline process is not kept: its warm-up failed", "err", err)
+					s.end()
+					s = nil
+				} else {
+					s.disarmed = true
+				}
+			}
 			p.park(key, s)
 		}()
 	}
