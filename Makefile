@@ -84,6 +84,16 @@ bench: build image-fake
 	@echo "ask_cline on the real CLI (fake provider): one-shot --json against a warm ACP process:"
 	CLINE_MCP_CONTRACT_BENCH=$${CLINE_MCP_CONTRACT_BENCH:-10} $(GO) test -count=1 -tags contract -run '^TestLatencyACPWarmVsJSON$$' -v ./contract/ \
 	  | grep -E 'p50|ratio|PONG|^(ok|FAIL|--- |contract:)'
+	@echo "warm Docker calls and conversation turns against warm host ones, real CLI (fake provider):"
+	@docker info >/dev/null 2>&1 && $(MAKE) --no-print-directory image IMAGE=$(CONTRACT_IMAGE) >/dev/null || true
+	CLINE_MCP_CONTRACT_IMAGE=$(CONTRACT_IMAGE) CLINE_MCP_CONTRACT_BENCH=$${CLINE_MCP_CONTRACT_BENCH:-20} \
+	  $(GO) test -count=1 -timeout 30m -tags contract -run '^TestLatencyWarmAndSessions$$' -v ./contract/ \
+	  | grep -E 'p50|PONG|^(ok|FAIL|--- |contract:)'
+	@echo "the test cluster: cold, warm and agent-sandbox pod calls; later turns of a pod conversation:"
+	$(GO) test -count=1 -timeout 30m -tags e2e -run '^$$' -bench '^(BenchmarkWarmVsCold|BenchmarkASBClaim)$$' -benchtime 20x ./sandbox/kubernetes/ \
+	  | grep -E '^(Benchmark|ok|FAIL|--- )|SKIP'
+	CLINE_MCP_POD_SESSION_BENCH=20 $(GO) test -count=1 -tags e2e -run '^TestKubernetesLaterTurns$$' -v ./e2e/ \
+	  | grep -E 'later turns|^(ok|FAIL|--- )|SKIP'
 	@echo "a key-less Docker call (the egress proxy adds the key) against one with the key inside:"
 	CLINE_MCP_KEYLESS_BENCH=$${CLINE_MCP_KEYLESS_BENCH:-15} $(GO) test -count=1 -tags e2e -run '^TestKeylessCost$$' -v ./e2e/ \
 	  | grep -E 'keyless/key|^(ok|FAIL|--- )'
