@@ -186,13 +186,7 @@ func TestKubernetesServerKilled(t *testing.T) {
 // SIGKILLed while a session's pod is kept leaves no pod.
 func TestKubernetesACPSession(t *testing.T) {
 	w := newK8sWorld(t)
-	e := prepareEnv(t)
-	gitInit(t, e.work, map[string]string{"README.md": "hello\n"})
-	if out, err := exec.Command("chmod", "-R", "a+rwX", e.root).CombinedOutput(); err != nil {
-		t.Fatalf("chmod: %v %s", err, out)
-	}
-	sessions := filepath.Join(e.root, "sessions")
-	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, append(w.args(), "--cline-protocol", "acp", "--sessions-dir", sessions, "--warm-idle", "30s", "--warm-agents", "3")...)
+	e, sessions := acpPodServer(t, w, "--warm-idle", "30s", "--warm-agents", "3")
 	_, first := e.call("ask_cline", map[string]any{"prompt": "remember this " + plant})
 	wantOK(t, first)
 	id, _ := first["sessionId"].(string)

@@ -152,9 +152,13 @@ type Spec struct {
 	// provider at ProviderProxyURL and carry a placeholder instead. An executor that cannot
 	// keep it outside (no egress proxy) refuses the Spec instead of passing it in.
 	Credential *Credential
-	// NotWarm says that no later run can take a warm container of this run's shape (a
-	// conversation's, whose data dir is its own): the executor does not keep containers of it.
+	// NotWarm says that no later run can take a warm container or pod of this run's shape (a
+	// conversation's, whose data dir is its own): the executor does not keep any of it.
 	NotWarm bool
+	// Standby is a run started ahead of its call (a spare agent): it never takes room a call
+	// needs. An executor whose cluster has no room for it fails it at once instead of waiting or
+	// giving up what it keeps ready for calls.
+	Standby bool
 	// Started, when set, is told what the container was created with, before it starts (what
 	// Exit.Container carries at the end): a run that outlives its call reports it early.
 	Started func(ContainerReport)

@@ -102,8 +102,9 @@ type Config struct {
 	// WarmIdle for how long an unused one is kept (0: 5 minutes).
 	WarmAgents int
 	WarmIdle   time.Duration
-	// Spares is how many spare ACP processes are started ahead for the first turns of Docker
-	// conversations (spare.go; 0: none): the server's warm containers (--docker-warm).
+	// Spares is how many spare ACP processes are started ahead for the first turns of Docker and
+	// Kubernetes conversations (spare.go; 0: none): the server's warm containers (--docker-warm)
+	// or warm pods (--k8s-warm).
 	Spares int
 	// SeedPolicy runs analysis tools exactly as the seed did (--auto-approve false), which
 	// denies every tool, reading included.
@@ -183,6 +184,9 @@ func New(cfg Config) (*Runner, error) {
 	}
 	acpEngine := engine.NewACP(cfg.WarmAgents, cfg.WarmIdle, cfg.Logger)
 	acpEngine.KeepSpares(cfg.Spares)
+	if r, ok := cfg.Docker.(interface{ OnNoRoom(func()) }); ok && cfg.Protocol == ProtocolACP {
+		r.OnNoRoom(acpEngine.MakeRoom) // a pod a call waits for comes before kept ones
+	}
 	var eng engine.Engine = engine.JSON{}
 	switch cfg.Protocol {
 	case "", ProtocolJSON:

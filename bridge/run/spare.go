@@ -11,8 +11,9 @@ import (
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
-// Spare agents (bridge/run/engine spares.go) are started for the first turns of Docker
-// conversations whose container may be kept (liveSession; a key-less one's too), when the server keeps warm containers (--docker-warm). A spare's
+// Spare agents (bridge/run/engine spares.go) are started for the first turns of Docker and
+// Kubernetes conversations whose container or pod may be kept (liveSession; a key-less one's
+// too), when the server keeps warm containers (--docker-warm) or warm pods (--k8s-warm). A spare's
 // run is the first turn's spec with the call's own directories replaced by fresh ones: the
 // settings copy's directory, refilled from what the host wrote into it before the turn's run
 // started (snapshotDir; never read after the run could change it), and a new session data dir; a
@@ -23,9 +24,9 @@ import (
 // spareMaker is the maker of a first turn's spares (engine.Turn.Spare), nil when the turn gets
 // none. It records the settings copy in copyDir now, before the run.
 func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(sandbox.Spec) (engine.Spare, error) {
-	// A pod session keeps its pod between turns but gets no spare: a pod waiting for a
-	// conversation that may never come holds a node's resources.
-	if a.shape == "" || a.iso != sandbox.IsolationDocker || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
+	// Spares is the server's warm containers' or warm pods' number: a server that keeps no
+	// started pod waiting (a node's resources) keeps no spare pod either.
+	if a.shape == "" || a.iso == sandbox.IsolationHost || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
 		return nil
 	}
 	files, err := snapshotDir(copyDir)

@@ -292,6 +292,15 @@ func parseBytes(s string) (int64, error) {
 }
 
 // container is the server's container isolation: kubernetes when a flag names it, else docker.
+// spares is how many spare Cline processes of new conversations the server starts ahead: its
+// warm containers' or warm pods' number, whichever engine it runs containers on.
+func (c *config) spares() int {
+	if c.container() == sandbox.IsolationKubernetes {
+		return c.k8s.warm
+	}
+	return c.dockerWarm
+}
+
 func (c *config) container() sandbox.Isolation {
 	if c.isolation == "kubernetes" || c.retryIsolation == "kubernetes" {
 		return sandbox.IsolationKubernetes

@@ -39,7 +39,7 @@ func (c *k8sConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.runtimeClass, "k8s-runtime-class", "", "RuntimeClass of the run pods (gVisor, Kata), default the cluster's")
 	fs.Var(&c.egressAllow, "k8s-egress-allow", "CIDR:port a run pod may reach besides its provider (repeatable; a key-less run's provider is admitted by itself); everything else is denied by the run's NetworkPolicy")
 	fs.StringVar(&c.egressDNS, "k8s-egress-dns", kubernetes.DNSKubeDNS, "where the run's NetworkPolicy lets it resolve names (UDP/TCP 53): kube-dns (kube-system's k8s-app=kube-dns pods), a resolver's address or CIDR (e.g. NodeLocal DNSCache's 169.254.20.10), or none")
-	fs.IntVar(&c.warm, "k8s-warm", 0, "started pods kept ready for Kubernetes calls per mount layout (0 to 16; each serves one call and is replaced; the first call of a layout starts cold)")
+	fs.IntVar(&c.warm, "k8s-warm", 0, "started pods kept ready for Kubernetes calls per mount layout (0 to 16; each serves one call and is replaced; the first call of a layout starts cold; with the acp protocol also as many spare Cline processes for new conversations)")
 	fs.StringVar(&c.warmBackend, "k8s-warm-backend", "pods", "what keeps the --k8s-warm pods: pods (the server's own pool) or agent-sandbox (a SandboxWarmPool of kubernetes-sigs/agent-sandbox, one SandboxClaim per call; it must be installed in the cluster)")
 	fs.StringVar(&c.egress, "k8s-egress", "policy", "network of run pods: policy (a NetworkPolicy denies everything but --k8s-egress-allow; only a CNI that enforces NetworkPolicy enforces it) or open (no policy)")
 }

@@ -202,7 +202,7 @@ func runConfig(cfg *config, log *slog.Logger, life *lifeline.Lifeline, gitCLI *g
 		Protocol:       run.Protocol(cfg.protocol),
 		Sessions:       sess,
 		WarmAgents:     cfg.warmAgents,
-		Spares:         cfg.dockerWarm,
+		Spares:         cfg.spares(),
 		MaxCostUSD:     cfg.maxCost,
 		MaxIterations:  cfg.maxIterations,
 		WarmIdle:       cfg.warmIdle,

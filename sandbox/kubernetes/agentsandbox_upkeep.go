@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,18 +146,12 @@ func (a *asbPool) coldPlaced(ctx context.Context, e *Executor, name string) erro
 			a.scale(e, -1)
 		}
 	}()
-	_, err := e.waitFor(ctx, name, func(pod *corev1.Pod) bool {
-		if pod.Spec.NodeName != "" {
-			return true
-		}
-		if !shrunk && lacksRoom(pod) {
-			shrunk = true
-			a.roomMade.Add(1)
-			a.scale(e, +1)
-		}
-		return false
+	return e.waitPlaced(ctx, name, func() {
+		shrunk = true
+		a.roomMade.Add(1)
+		a.scale(e, +1)
+		e.roomNeeded()
 	})
-	return err
 }
 
 // scale counts a cold pod that waits for room (+1) or no longer does (-1); the pools are set

@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,9 @@ type Executor struct {
 	limit archive.Limits
 	warm  *warmPool // nil without Config.Warm
 	asb   *asbPool  // nil unless Config.WarmBackend is WarmAgentSandbox
+	// noRoom holds what is called when a call's pod finds no room on the nodes (OnNoRoom);
+	// shared by copies of the Executor.
+	noRoom *atomic.Pointer[func()]
 }
 
 // New checks cfg and makes an executor.
@@ -138,7 +142,7 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes executor: %w", err)
 	}
-	e := &Executor{cfg: cfg, cs: cs, rest: cfg.REST, limit: archive.DefaultLimits}
+	e := &Executor{cfg: cfg, cs: cs, rest: cfg.REST, limit: archive.DefaultLimits, noRoom: &atomic.Pointer[func()]{}}
 	switch {
 	case cfg.WarmBackend != "" && cfg.WarmBackend != WarmAgentSandbox:
 		return nil, fmt.Errorf("kubernetes executor: unknown warm backend %q (want %q)", cfg.WarmBackend, WarmAgentSandbox)

@@ -48,7 +48,9 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 			up.addrs = nil // no policy to agree with: the sidecar resolves the name itself
 		}
 	}
-	if e.asb != nil {
+	// A conversation's pod (NotWarm: its data dir is its own) has a layout no later call has:
+	// no pool is made for it, and none has a pod of it.
+	if e.asb != nil && !spec.NotWarm {
 		c, err := e.asb.claim(ctx, e, spec, copies)
 		if err != nil {
 			return sandbox.Exit{}, err
@@ -58,7 +60,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 		}
 	}
 	topUp := func() {}
-	if e.warm != nil {
+	if e.warm != nil && !spec.NotWarm {
 		var w *warmPod
 		if w, topUp = e.warm.claim(ctx, e, spec, copies); w != nil {
 			topUp()
@@ -89,16 +91,25 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 			return sandbox.Exit{}, e.apiError("create networkpolicies", err)
 		}
 	}
-	if e.asb != nil {
+	if spec.Standby {
+		if err := e.placedStandby(ctx, pod.Name); err != nil {
+			return sandbox.Exit{}, err
+		}
+	} else if e.asb != nil {
 		if err := e.asb.coldPlaced(ctx, e, pod.Name); err != nil {
 			return sandbox.Exit{}, err
 		}
 	}
-	if e.warm != nil {
+	if e.warm != nil && !spec.Standby {
 		if err := e.warm.coldPlaced(ctx, e, pod.Name); err != nil {
 			return sandbox.Exit{}, err
 		}
 		topUp()
+	}
+	if e.asb == nil && e.warm == nil && !spec.Standby {
+		if err := e.placed(ctx, pod.Name); err != nil {
+			return sandbox.Exit{}, err
+		}
 	}
 	return e.drive(ctx, pod, pol, spec, copies, up, start, e.fill, "")
 }

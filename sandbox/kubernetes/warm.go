@@ -214,18 +214,7 @@ func (p *warmPool) makeRoom(e *Executor) {
 // coldPlaced waits until the cold pod name is placed on a node; while the cluster has no room for
 // it (Insufficient cpu, memory, pods), the pool makes room.
 func (p *warmPool) coldPlaced(ctx context.Context, e *Executor, name string) error {
-	roomMade := false
-	_, err := e.waitFor(ctx, name, func(pod *corev1.Pod) bool {
-		if pod.Spec.NodeName != "" {
-			return true
-		}
-		if !roomMade && lacksRoom(pod) {
-			roomMade = true
-			p.makeRoom(e)
-		}
-		return false
-	})
-	return err
+	return e.waitPlaced(ctx, name, func() { p.makeRoom(e); e.roomNeeded() })
 }
 
 // lacksRoom says the scheduler found no node with the resources pod requests.

@@ -47,7 +47,7 @@ func NewACP(warm int, idle time.Duration, log *slog.Logger) *ACP {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &ACP{pool: &agents{max: warm, idle: idle}, spares: &spares{idle: idle}, log: log}
+	return &ACP{pool: &agents{max: warm, idle: idle}, spares: &spares{idle: idle, log: log}, log: log}
 }
 
 // KeepSpares makes the engine start up to n spare agents for container conversations
@@ -61,6 +61,15 @@ func (e *ACP) Keeps() bool { return e.pool.max > 0 }
 func (e *ACP) Close() {
 	e.spares.close()
 	e.pool.close()
+}
+
+// MakeRoom ends the processes kept in containers or pods — sessions' kept ones and spares, the
+// spares being started too — when a call's pod finds no room on the cluster's nodes
+// (sandbox/kubernetes OnNoRoom). A session goes on in a new pod with its history.
+func (e *ACP) MakeRoom() {
+	if n := e.spares.makeRoom() + e.pool.dropContainers(); n > 0 {
+		e.log.Info("a call's pod finds no room on the cluster: the pods kept for conversations are given up", "ended", n)
+	}
 }
 
 // Forget ends the container kept for a session (the session expired) and waits until it is gone.

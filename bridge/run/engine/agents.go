@@ -315,6 +315,29 @@ func (p *agents) put(key agentKey, ag *agent) {
 	})
 }
 
+// dropContainers ends every kept process of a container or pod (a session's), and returns how
+// many: their room is wanted by a call.
+func (p *agents) dropContainers() int {
+	p.mu.Lock()
+	var out []*agent
+	for k, list := range p.m {
+		if k.shape == "" { // a host process: it holds no room of a cluster
+			continue
+		}
+		for _, ag := range list {
+			ag.idle.Stop()
+		}
+		out = append(out, list...)
+		p.n -= len(list)
+		delete(p.m, k)
+	}
+	p.mu.Unlock()
+	for _, ag := range out {
+		go ag.end(time.Time{})
+	}
+	return len(out)
+}
+
 // close ends every kept process.
 func (p *agents) close() {
 	p.mu.Lock()

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -55,6 +56,7 @@ func (s *spare) end() {
 type spares struct {
 	max    int
 	idle   time.Duration
+	log    *slog.Logger
 	mu     sync.Mutex
 	m      map[agentKey][]*spare
 	n      int // ready and starting
@@ -134,6 +136,7 @@ func (p *spares) start(ctx context.Context, exec sandbox.Executor, spec sandbox.
 		e.log.Warn("could not prepare a spare Cline process", "err", err)
 		return nil
 	}
+	sp.Spec.Standby = true // it takes no room a call needs
 	ag := startAgent(exec, sp.Spec, e.log)
 	ag.own = sp.Own
 	s := &spare{ag: ag, data: sp.Data}
@@ -141,8 +144,9 @@ func (p *spares) start(ctx context.Context, exec sandbox.Executor, spec sandbox.
 	ctx, cancel := context.WithTimeout(ctx, spareInitTimeout)
 	defer cancel()
 	if _, err := ag.conn.Initialize(ctx); err != nil {
-		e.log.Warn("a spare Cline process did not initialize", "err", err)
-		s.end()
+		x := ag.end(time.Time{})
+		s.data.Release()
+		e.log.Warn("a spare Cline process did not initialize", "err", err, "run", x.err)
 		return nil
 	}
 	ag.ready = true
@@ -165,6 +169,7 @@ func (p *spares) park(key agentKey, s *spare) {
 		p.m = map[agentKey][]*spare{}
 	}
 	p.m[key] = append(p.m[key], s)
+	p.log.Debug("a spare Cline process is ready", "warmedUp", s.disarmed, "dataDir", s.ag.dataDir)
 	s.idle = time.AfterFunc(p.idle, func() {
 		p.mu.Lock()
 		list := p.m[key]
@@ -179,6 +184,34 @@ func (p *spares) park(key agentKey, s *spare) {
 		}
 		p.mu.Unlock()
 	})
+}
+
+// makeRoom ends every ready spare and gives up those being started, and returns how many it
+// ended: the room they hold or wait for is wanted by a call. Spares start again after the next
+// turn that fills them.
+func (p *spares) makeRoom() int {
+	p.mu.Lock()
+	m := p.m
+	p.m = nil
+	n := 0
+	for _, list := range m {
+		for _, s := range list {
+			s.idle.Stop()
+			p.n--
+			n++
+		}
+	}
+	if p.stop != nil && !p.closed {
+		p.stop() // the starts in flight end; they were counted in n
+		p.ctx, p.stop = context.WithCancel(context.Background())
+	}
+	p.mu.Unlock()
+	for _, list := range m {
+		for _, s := range list {
+			go s.end()
+		}
+	}
+	return n
 }
 
 // close ends every spare, and those still starting once they started.
