@@ -77,6 +77,14 @@ const PermBits = fs.ModePerm
 // subtrees. When man is not nil, every entry written is recorded in it (regular files with
 // their SHA-256) except those for which noRecord says so.
 func WriteTree(tw *tar.Writer, src string, u Owner, skip, noRecord SkipFunc, man Manifest) error {
+	return WriteTreeAs(tw, ".", src, u, skip, noRecord, man)
+}
+
+// WriteTreeAs is WriteTree with the entries named "<name>/" and "<name>/<rel>" (name a relative,
+// slash-separated path): a tree uploaded beside others in one archive. man records rel as
+// WriteTree does.
+func WriteTreeAs(tw *tar.Writer, name, src string, u Owner, skip, noRecord SkipFunc, man Manifest) error {
+	name = path.Clean(name)
 	buf := make([]byte, 256<<10)
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -107,11 +115,11 @@ func WriteTree(tw *tar.Writer, src string, u Owner, skip, noRecord SkipFunc, man
 			return nil
 		}
 		hdr := &tar.Header{
-			Name: "./" + rel, Mode: int64(info.Mode() & PermBits), ModTime: info.ModTime(),
+			Name: name + "/" + rel, Mode: int64(info.Mode() & PermBits), ModTime: info.ModTime(),
 			Uid: u.UID, Gid: u.GID, Format: tar.FormatPAX,
 		}
 		if rel == "." {
-			hdr.Name = "./"
+			hdr.Name = name + "/"
 		}
 		record := man != nil && rel != "." && (noRecord == nil || !noRecord(rel))
 		var e Entry

@@ -33,8 +33,11 @@ import (
 // without its stamp changing (a coarse file system clock); it is sent again on the next fill.
 const racyWindow = 2 * time.Second
 
-// labelCache marks a kept volume (its value is the cache key).
-const labelCache = "cline-mcp.copycache"
+// labelCache marks a kept volume (its value is the cache key); keptPrefix starts its name.
+const (
+	labelCache = "cline-mcp.copycache"
+	keptPrefix = "cline-mcp-cache-"
+)
 
 // stamp is what the host's file looked like when it was sent.
 type stamp struct {
@@ -57,7 +60,9 @@ type cacheEntry struct {
 	// is its path on the engine's machine (an overlay's lower layer).
 	man        archive.Manifest
 	mountpoint string
-	used       time.Time // the last claim, for the eviction (under copyCache.mu)
+	// root is the tree's root directory's mode as the last fill sent it.
+	root fs.FileMode
+	used time.Time // the last claim, for the eviction (under copyCache.mu)
 }
 
 // maxKept bounds the kept volumes of an executor: a new tree beyond it evicts the least
@@ -67,6 +72,9 @@ const maxKept = 8
 type copyCache struct {
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
+	// retired are kept volumes replaced or evicted while a warm container mounted them: removed
+	// once that container is gone (warmcopy.go).
+	retired map[string]bool
 	// overlay is whether writable trees are overlays of their kept volume ('y', 'n'; 0: not
 	// probed yet), overlayWhy the probe's answer (overlay.go).
 	overlayMu  sync.Mutex
@@ -124,7 +132,7 @@ func (e *Executor) evictKept() {
 		}
 		delete(e.cache.entries, oldest.key)
 		if v := oldest.volume; v != "" {
-			e.background.Go(func() { e.removeVolume(context.Background(), v) })
+			e.background.Go(func() { e.retireVolume(v) })
 		}
 		// Left locked: nobody can find it any more.
 	}
@@ -211,13 +219,13 @@ func (e *Executor) prepareCached(ctx context.Context, d *copied, runID string, i
 		old := ent.volume
 		ent.volume = ""
 		if old != "" {
-			e.background.Go(func() { e.removeVolume(context.WithoutCancel(ctx), old) })
+			e.background.Go(func() { e.retireVolume(old) })
 		}
 		l := maps.Clone(labels)
 		delete(l, LabelRun)
 		l[labelCache] = ent.key
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{Name: "cline-mcp-cache-" + runID + "-" + strconv.Itoa(idx), Labels: l})
+		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{Name: keptPrefix + runID + "-" + strconv.Itoa(idx), Labels: l})
 		cancel()
 		if err != nil {
 			return nil, e.launchError("volume create", runID, err)
@@ -227,6 +235,11 @@ func (e *Executor) prepareCached(ctx context.Context, d *copied, runID string, i
 	}
 	d.volume = ent.volume
 	d.pending = cur
+	if fi, err := os.Stat(d.m.Source); err == nil {
+		d.root = fi.Mode()
+		// Nothing to send: no filler needed for this tree.
+		d.unchanged = changed != nil && len(changed) == 0 && d.root == ent.root
+	}
 	if changed == nil {
 		ent.sent = 0
 		for _, s := range cur {
@@ -259,7 +272,7 @@ func (d *copied) settle(ok bool) {
 		return
 	}
 	if ok {
-		ent.stamps, ent.man = d.pending, d.man
+		ent.stamps, ent.man, ent.root = d.pending, d.man, d.root
 		ent.mu.Unlock()
 		ent.mu.RLock()
 		d.cacheState = 'r'
@@ -291,8 +304,9 @@ func (e *Executor) removeVolume(ctx context.Context, name string) {
 	_, _ = e.cli.VolumeRemove(rctx, name, client.VolumeRemoveOptions{Force: true})
 }
 
-// closeCache removes the kept volumes (Close: no run is in flight).
+// closeCache removes the kept volumes (Close: no run is in flight, no warm container left).
 func (e *Executor) closeCache() {
+	e.removeRetired()
 	e.cache.mu.Lock()
 	defer e.cache.mu.Unlock()
 	for k, ent := range e.cache.entries {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -63,6 +64,13 @@ type copied struct {
 	// whole: a Sync brought d back while the run went on (copysync.go) and renewed man, so the
 	// overlay's upper no longer says what changed since man: every later read is of the whole tree.
 	whole bool
+	// inSlot: one of the call's own directories in a reserved warm container's slot; it has no
+	// volume, it is uploaded into that container at the claim (warmcopy.go).
+	inSlot bool
+	// unchanged: a kept volume that already holds the host's tree (its stamps and its root's
+	// mode, root); the fill sends nothing.
+	unchanged bool
+	root      fs.FileMode
 }
 
 // copySet is the copy-mode state of one run: its volumes and how to bring changes back.
@@ -78,14 +86,18 @@ type copySet struct {
 	filler string
 	// back is held by each copy back, a Sync's or the end's: both write the Mounts' sources.
 	back sync.Mutex
+	// warm is the reserved warm container whose slot holds the call's own directories (inSlot);
+	// nil when each directory has a volume of its own.
+	warm *warmC
 }
 
 // prepareCopy creates one volume per directory Mount, fills them through a filler container
 // (created, never started, removed before prepareCopy returns) and returns the mounts of the
 // run container: each volume at its Target, read-only as the Mount says. A read-only volume
 // cannot be written through the archive API, hence the filler, which mounts all of them
-// writable. On error everything created is removed again.
-func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, id identity) (_ *copySet, _ []mount.Mount, err error) {
+// writable. On error everything created is removed again. With a warm container's slot, the
+// call's own directories in it get no volume: they go into that container at the claim.
+func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, id identity, w *warmC) (_ *copySet, _ []mount.Mount, err error) {
 	u := id.user
 	cs := &copySet{e: e}
 	defer func() {
@@ -96,12 +108,19 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	if err := cs.plan(spec.Mounts); err != nil {
 		return nil, nil, &sandbox.LaunchError{Op: "docker copy", Err: err}
 	}
+	slot := ""
+	if w != nil && e.warmFits(cs, w, id) {
+		slot, cs.warm = w.slot, w
+	}
 	labels := maps.Clone(spec.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	labels[LabelRun], labels[LabelInstance] = runID, e.instance
 	for i, d := range cs.dirs {
+		if d.inSlot = perCallMount(d.m, slot); d.inSlot {
+			continue
+		}
 		e.wantsOverlay(ctx, d)
 		if ent := e.claimCache(d, id); ent != nil {
 			d.cache, d.cacheState = ent, 'w'
@@ -127,6 +146,12 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 		}
 		d.volume = v.Volume.Name
 	}
+	if !cs.needsFiller() {
+		for _, d := range cs.dirs {
+			d.settle(true)
+		}
+		return cs, cs.volumeMounts(true), nil
+	}
 	fillerLabels := maps.Clone(labels)
 	fillerLabels[labelRole] = "filler"
 	fcfg := neverStarted(e.image)
@@ -141,6 +166,9 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 	}
 	cs.filler = filler
 	for _, d := range cs.dirs {
+		if d.inSlot {
+			continue
+		}
 		if err := cs.fill(ctx, filler, d, u); err != nil {
 			return nil, nil, err
 		}
@@ -151,6 +179,9 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 		}
 	}
 	for _, f := range cs.files {
+		if cs.enclosing(f.Target).inSlot {
+			continue
+		}
 		dir, base := path.Split(f.Target)
 		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return archive.WriteFile(tw, base, f.Source, u.owner(), f.ReadOnly) }); err != nil {
 			return nil, nil, e.copyError(ctx, "copy "+f.Source+" into the container", filler, err)
@@ -173,6 +204,23 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 		cs.filler = ""
 	}
 	return cs, cs.volumeMounts(true), nil
+}
+
+// needsFiller reports whether a volume must be written before the run: a tree that is not in a
+// warm container's slot nor a kept volume that holds it already, an overlay, a single file
+// outside a slot.
+func (cs *copySet) needsFiller() bool {
+	for _, d := range cs.dirs {
+		if !d.inSlot && !(d.cache != nil && d.unchanged && !d.overlay) {
+			return true
+		}
+	}
+	for _, f := range cs.files {
+		if !cs.enclosing(f.Target).inSlot {
+			return true
+		}
+	}
+	return false
 }
 
 // owner is u as the owner of the entries of an archive going in.
@@ -239,10 +287,14 @@ func within(p, dir string) bool {
 func rel(dir, p string) string { return strings.TrimPrefix(p, strings.TrimSuffix(dir, "/")+"/") }
 
 // volumeMounts are the volumes at their Targets: writable for the filler, as the Mounts say
-// for the run.
+// for the run. A directory in a warm container's slot is not the filler's; for the run it is a
+// volume without a name, which only the warm claim's shape (which leaves it out) ever sees.
 func (cs *copySet) volumeMounts(forRun bool) []mount.Mount {
 	out := make([]mount.Mount, 0, len(cs.dirs))
 	for _, d := range cs.dirs {
+		if d.inSlot && !forRun {
+			continue
+		}
 		src := d.volume
 		if forRun && d.overlay {
 			src = d.merged

@@ -17,10 +17,15 @@ type runPlan struct {
 	volumes []mount.Mount
 }
 
+// warmOnly reports whether the plan's copies were made for a reserved warm container (the
+// call's own directories have no volumes): only that container can run it.
+func (p *runPlan) warmOnly() bool { return p.copies != nil && p.copies.warm != nil }
+
 // prepare picks the container's user for this engine (Spec.User wins) and the mount mode, and
-// in copy mode creates and fills the run's volumes. release must run once the run container
-// is gone, whatever happened.
-func (e *Executor) prepare(ctx context.Context, spec sandbox.Spec, runID string) (runPlan, error) {
+// in copy mode creates and fills the run's volumes (those of the call's own directories only
+// when warm is false or no reserved warm container holds them). release must run once the run
+// container is gone, whatever happened.
+func (e *Executor) prepare(ctx context.Context, spec sandbox.Spec, runID string, warm bool) (runPlan, error) {
 	var p runPlan
 	if spec.User != "" {
 		u, err := parseUser(spec.User)
@@ -43,7 +48,11 @@ func (e *Executor) prepare(ctx context.Context, spec sandbox.Spec, runID string)
 		return p, err
 	}
 	if mode == MountsCopy {
-		p.copies, p.volumes, err = e.prepareCopy(ctx, spec, runID, p.id)
+		var w *warmC
+		if warm {
+			w = e.reservedSlot(spec)
+		}
+		p.copies, p.volumes, err = e.prepareCopy(ctx, spec, runID, p.id, w)
 	}
 	return p, err
 }

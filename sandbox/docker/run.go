@@ -85,7 +85,7 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	}
 	defer eg.end(ctx)
 
-	plan, err := e.prepare(ctx, spec, runID)
+	plan, err := e.prepare(ctx, spec, runID, true)
 	if err != nil {
 		return sandbox.Exit{}, err
 	}
@@ -95,6 +95,14 @@ func (e *Executor) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Exit, er
 	}
 	if x, err, ok := e.runWarm(ctx, spec, runID, &plan, eg, img); ok {
 		return x, err
+	}
+	if plan.warmOnly() {
+		// The warm container did not take it: volumes of its own, under the same names as the
+		// first plan's, which are removed first.
+		plan.copies.cleanup(ctx)
+		if plan, err = e.prepare(ctx, spec, runID, false); err != nil {
+			return sandbox.Exit{}, err
+		}
 	}
 	c, err := e.create(ctx, spec, runID, &plan, eg)
 	if err != nil {
@@ -183,6 +191,9 @@ type runContainer struct {
 // with a container whose id we never learned. After an error anyway (a timeout, a lost
 // connection), whatever carries this run's label is removed.
 func (e *Executor) create(ctx context.Context, spec sandbox.Spec, runID string, plan *runPlan, eg *runEgress) (*runContainer, error) {
+	if plan.warmOnly() { // its own directories have no volumes: an engine would make empty ones
+		return nil, &sandbox.LaunchError{Op: "docker spec", Err: errors.New("a plan for a warm container cannot create one")}
+	}
 	opts, err := e.createOptions(spec, runID, plan)
 	if err != nil {
 		return nil, &sandbox.LaunchError{Op: "docker spec", Err: err}

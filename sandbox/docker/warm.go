@@ -46,6 +46,7 @@ type warmPool struct {
 	shape    *client.ContainerCreateOptions // the last call's, per-call parts removed
 	image    string                         // the id of the image the last call ran
 	path     string                         // the executable the last call ran
+	copy     bool                           // the last call was in copy mode: the slot is a volume
 	key      string                         // shape and image: what a claim must match
 	failed   bool                           // the last prime failed: no new one until a call's shape changes
 	closed   bool
@@ -56,6 +57,11 @@ type warmC struct {
 	id, runID, slot, key string
 	cli                  string // the CLI path found in it at its create ("" if not looked up)
 	untrack              func()
+	// volume is the slot's volume in copy mode (warmcopy.go): the engine cannot see the host's
+	// slot directory, so the call's files are uploaded into it at the claim. kept are the kept
+	// volumes (copycache.go) it mounts.
+	volume string
+	kept   []string
 }
 
 // WithWarm keeps up to n started containers ready for calls (0, the default, keeps none), each
@@ -163,7 +169,7 @@ func (e *Executor) claim(opts client.ContainerCreateOptions, image string) *warm
 // learn records the shape of a call (its per-call Mounts taken out) and the id of the image it
 // ran as what to keep warm, and refills the pool in the background. A shape with per-call
 // Mounts outside any slot (a cold call's) counts the same: the next calls' will be in slots.
-func (e *Executor) learn(opts client.ContainerCreateOptions, image, path string) {
+func (e *Executor) learn(opts client.ContainerCreateOptions, image, path string, copyMode bool) {
 	p := e.warm
 	if p == nil {
 		return
@@ -177,7 +183,7 @@ func (e *Executor) learn(opts client.ContainerCreateOptions, image, path string)
 	if key != p.key {
 		p.shape, p.image, p.key, p.failed = &shape, image, key, false
 	}
-	p.path = path
+	p.path, p.copy = path, copyMode
 	p.mu.Unlock()
 	e.refill()
 }
@@ -199,12 +205,14 @@ func (e *Executor) refill() {
 	}
 	for len(p.ready)+p.priming < p.size {
 		p.priming++
-		shape, image, key, path := *p.shape, p.image, p.key, p.path
+		shape, image, key, path, copyMode := *p.shape, p.image, p.key, p.path, p.copy
 		e.background.Go(func() {
-			w, err := e.prime(shape, image, key, path)
+			w, err := e.prime(shape, image, key, path, copyMode)
 			p.mu.Lock()
 			p.priming--
 			switch {
+			case errors.Is(err, errKeptBusy):
+				// A kept volume it mounts is being refilled: the next call's learn tries again.
 			case err != nil:
 				p.failed = true
 			case p.closed || key != p.key:
@@ -223,7 +231,7 @@ func (e *Executor) refill() {
 // prime creates and starts one warm container of shape from the image with that id (not the
 // name, which a rebuild may move meanwhile) with a new slot. It is labelled and tracked like a
 // run's container (the lifeline and Sweep remove it after a crash).
-func (e *Executor) prime(shape client.ContainerCreateOptions, image, key, path string) (*warmC, error) {
+func (e *Executor) prime(shape client.ContainerCreateOptions, image, key, path string, copyMode bool) (*warmC, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	runID, err := newRunID()
@@ -248,9 +256,16 @@ func (e *Executor) prime(shape client.ContainerCreateOptions, image, key, path s
 	// The claim's attach is the only one: its end closes the stdin the CLI inherits.
 	cfg.OpenStdin, cfg.StdinOnce = true, true
 	host := *shape.HostConfig
-	host.Mounts = append(slices.Clone(host.Mounts), mount.Mount{Type: mount.TypeBind, Source: slot, Target: slot,
-		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
-	created, err := e.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &cfg, HostConfig: &host})
+	slotMount := mount.Mount{Type: mount.TypeBind, Source: slot, Target: slot,
+		BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
+	var created client.ContainerCreateResult
+	if copyMode {
+		slotMount, err = e.primeCopy(ctx, w, &host, cfg.Labels)
+	}
+	if err == nil {
+		host.Mounts = append(slices.Clone(host.Mounts), slotMount)
+		created, err = e.createWarm(ctx, w, &cfg, &host)
+	}
 	if err == nil {
 		w.id = created.ID
 		// init would start without the waiter and exit right after: check it is there.
@@ -267,6 +282,9 @@ func (e *Executor) prime(shape client.ContainerCreateOptions, image, key, path s
 	}
 	if err != nil {
 		e.removeRun(ctx, runID)
+		if w.volume != "" {
+			e.removeVolume(ctx, w.volume)
+		}
 		w.untrack()
 		_ = os.RemoveAll(slot)
 		return nil, err
@@ -274,9 +292,16 @@ func (e *Executor) prime(shape client.ContainerCreateOptions, image, key, path s
 	return w, nil
 }
 
-// discard force-removes a warm container (best effort) and stops tracking it.
+// discard force-removes a warm container (best effort), then its slot's volume and the kept
+// volumes that were retired while it mounted them, and stops tracking it.
 func (e *Executor) discard(w *warmC) {
 	e.remove(context.Background(), w.id)
+	if w.volume != "" {
+		e.removeVolume(context.Background(), w.volume)
+	}
+	if len(w.kept) > 0 {
+		e.removeRetired()
+	}
 	w.untrack()
 }
 
@@ -354,10 +379,10 @@ func fixedPath(path string, host *container.HostConfig) bool {
 	return true
 }
 
-// slotUsed reports whether a bind mount lies in slot.
+// slotUsed reports whether a bind mount lies in slot, or (copy mode) a volume is mounted there.
 func slotUsed(ms []mount.Mount, slot string) bool {
 	for _, m := range ms {
-		if m.Type == mount.TypeBind && inDir(m.Source, slot) {
+		if m.Type == mount.TypeBind && inDir(m.Source, slot) || m.Type == mount.TypeVolume && inDir(m.Target, slot) {
 			return true
 		}
 	}
@@ -365,9 +390,16 @@ func slotUsed(ms []mount.Mount, slot string) bool {
 }
 
 // perCall reports whether a mount is a call's own private directory in dir: a read-write bind
-// mount at its own path. A warm container shows it through its slot's bind mount.
+// mount at its own path, or in copy mode a writable volume there. A warm container shows it
+// through its slot's bind mount (copy mode: its slot's volume, filled at the claim).
 func perCall(m mount.Mount, dir string) bool {
-	return m.Type == mount.TypeBind && !m.ReadOnly && m.Source == m.Target && inDir(m.Source, dir)
+	switch m.Type {
+	case mount.TypeBind:
+		return !m.ReadOnly && m.Source == m.Target && inDir(m.Source, dir)
+	case mount.TypeVolume:
+		return !m.ReadOnly && inDir(m.Target, dir)
+	}
+	return false
 }
 
 func inDir(p, dir string) bool {
@@ -377,7 +409,8 @@ func inDir(p, dir string) bool {
 // shapeOf is what a warm container must have been created with to run opts: the create request
 // without what goes in at the claim (the process, its environment and working directory, its
 // stdin, the run label) and without the per-call Mounts in dir. The key compares shapes; ok is
-// false for a request a warm container cannot serve (copy mode's volumes).
+// false for a request a warm container cannot serve: a volume that is neither per call nor a
+// kept, read-only one (copy mode's writable trees, a busy kept volume's stand-in).
 func shapeOf(opts client.ContainerCreateOptions, dir string) (client.ContainerCreateOptions, string, bool) {
 	cfg := *opts.Config
 	cfg.Labels = maps.Clone(cfg.Labels)
@@ -387,7 +420,8 @@ func shapeOf(opts client.ContainerCreateOptions, dir string) (client.ContainerCr
 	host := *opts.HostConfig
 	host.Mounts = nil
 	for _, m := range opts.HostConfig.Mounts {
-		if m.Type != mount.TypeBind {
+		keptRO := m.Type == mount.TypeVolume && m.ReadOnly && strings.HasPrefix(m.Source, keptPrefix)
+		if m.Type != mount.TypeBind && !keptRO && !perCall(m, dir) {
 			return client.ContainerCreateOptions{}, "", false
 		}
 		if !perCall(m, dir) {

@@ -41,7 +41,7 @@ func waiterCmd(slot string) []string {
 // left (the wait returns after that, as for a new container); a stop is a new container's stop.
 // The container is removed in the background: it is never used again.
 func (e *Executor) runWarm(ctx context.Context, spec sandbox.Spec, runID string, plan *runPlan, eg *runEgress, img imageInfo) (_ sandbox.Exit, _ error, ok bool) {
-	if e.warm == nil || plan.copies != nil {
+	if e.warm == nil || plan.copies != nil && !plan.warmOnly() {
 		return sandbox.Exit{}, nil, false
 	}
 	opts, err := e.createOptions(spec, runID, plan)
@@ -73,10 +73,22 @@ func (e *Executor) runWarm(ctx context.Context, spec sandbox.Spec, runID string,
 		spec.Started(c.report)
 	}
 	eg.live(spec)
-	started, err := c.launch(ctx, spec, w.slot, script)
+	put := func() error { return writeLaunch(w.slot, script) }
+	if cs := plan.copies; cs != nil {
+		if spec.Sync != nil {
+			spec.Sync(copySync{cs: cs, id: w.id})
+		}
+		put = func() error {
+			if err := cs.fillSlot(ctx, w.id, w.slot, script, plan.id.user); err != nil {
+				return c.e.copyError(ctx, "copy the call's files into the container", w.id, err)
+			}
+			return nil
+		}
+	}
+	started, err := c.launch(ctx, spec, put)
 	if err != nil && !started {
-		// The launch file could not be written, or the container not attached (its waiter
-		// ended before the claim): nothing ran, the call starts cold.
+		// The call's files or the launch file could not be put in, or the container not
+		// attached (its waiter ended before the claim): nothing ran, the call starts cold.
 		return sandbox.Exit{}, nil, false
 	}
 	if err != nil {
@@ -93,27 +105,34 @@ func (e *Executor) runWarm(ctx context.Context, spec sandbox.Spec, runID string,
 	x.Container = &c.report
 	x.Stopped = stopped
 	x.Duration = time.Since(start)
+	cerr := plan.copyBack(ctx, w.id) // copy mode: from the exited container, before its removal
 	if eg != nil {
 		// The container exited: nothing of the run is left to use its grant after the revoke.
 		x.Egress = eg.end(ctx)
 	}
-	return x, nil, true
+	return x, cerr, true
 }
 
-// launch writes the launch file into the slot, attaches the container's streams and registers
-// the wait for its exit, then sends the waiter its line, which starts the CLI, and copies the
-// streams as a cold run's attach does. started is false when nothing can have run: the
-// container could not be attached (it is not running) or the file not written.
-func (c *runContainer) launch(ctx context.Context, spec sandbox.Spec, slot, script string) (started bool, _ error) {
+// writeLaunch writes the launch file into a slot the engine sees (bind mode).
+func writeLaunch(slot, script string) error {
 	f, err := os.OpenFile(filepath.Join(slot, launchName), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return false, err
+		return err
 	}
 	_, err = f.WriteString(script)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	return err
+}
+
+// launch puts the call's files and the launch file into the slot (put), attaches the
+// container's streams and registers the wait for its exit, then sends the waiter its line,
+// which starts the CLI, and copies the streams as a cold run's attach does. started is false
+// when nothing can have run: the container could not be attached (it is not running) or put
+// failed.
+func (c *runContainer) launch(ctx context.Context, spec sandbox.Spec, put func() error) (started bool, _ error) {
+	if err := put(); err != nil {
 		return false, err
 	}
 	attached, err := c.e.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{
@@ -222,7 +241,7 @@ func (c *runContainer) kill(ctx context.Context, wait bool) {
 // learnSpec records spec's shape and the id of the image it ran for the warm pool (after a call,
 // so that the refill does not compete with it).
 func (e *Executor) learnSpec(spec sandbox.Spec, runID string, plan *runPlan, eg *runEgress, image string) {
-	if e.warm == nil || plan.copies != nil || spec.NotWarm {
+	if e.warm == nil || spec.NotWarm {
 		return
 	}
 	opts, err := e.createOptions(spec, runID, plan)
@@ -230,5 +249,5 @@ func (e *Executor) learnSpec(spec sandbox.Spec, runID string, plan *runPlan, eg 
 		return
 	}
 	e.applyEgress(&opts, eg)
-	e.learn(opts, image, spec.Path)
+	e.learn(opts, image, spec.Path, plan.copies != nil)
 }

@@ -23,6 +23,14 @@ import (
 
 const providers = `{"version":1,"lastUsedProvider":"openai-compatible","modes":{},"providers":{"openai-compatible":{"settings":{"provider":"openai-compatible","apiKey":"sk-test-123","model":"fake-model","baseUrl":"http://127.0.0.1:18080/v1"},"updatedAt":"2026-01-01T00:00:00.000Z","tokenSource":"manual"}}}`
 
+// dockerExtra is what -docker-arg adds to the Docker servers' flags.
+var dockerExtra []string
+
+// dockerArgs is the flags of a Docker server of image (network none), with -docker-arg's.
+func dockerArgs(image string) []string {
+	return append([]string{"--isolation", "docker", "--docker-image", image, "--docker-network", "none"}, dockerExtra...)
+}
+
 func main() {
 	server := flag.String("cline-mcp", "bin/cline-mcp", "built server")
 	fake := flag.String("fake", "bin/fake-cline", "built fake CLI")
@@ -34,6 +42,10 @@ func main() {
 	warmGap := flag.Duration("warm-gap", time.Second, "pause after each call of the warm containers benchmark (a server's background work after a call stays out of the next call)")
 	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
 	baseline := flag.String("baseline-cline-mcp", "", "a second cline-mcp binary (e.g. built from main) timed interleaved with -cline-mcp in the workspace and apply benchmark and the warm containers benchmark")
+	flag.Func("docker-arg", "an extra server flag for the Docker servers of the warm and sessions benchmarks (repeatable), e.g. -docker-arg=--docker-mounts -docker-arg=copy", func(v string) error {
+		dockerExtra = append(dockerExtra, v)
+		return nil
+	})
 	flag.Parse()
 	if *only == "mounts" {
 		if err := benchMounts(*server, *fake, *image, *wsFiles, 20); err != nil {

@@ -35,7 +35,7 @@ func benchSessions(server, fake, image string, n int, gap time.Duration) error {
 	}
 	servers := []*benchServer{
 		{name: "host session", args: acp},
-		{name: "docker session", args: append(append([]string{}, acp...), "--isolation", "docker", "--docker-image", image, "--docker-network", "none")},
+		{name: "docker session", args: append(append([]string{}, acp...), dockerArgs(image)...)},
 	}
 	sessions, closeAll, err := startServers(fake, env, work, len(servers), func(i int) (string, string, []string) {
 		return servers[i].name, server, servers[i].args
@@ -84,7 +84,7 @@ func benchFirstTurns(server, fake, image string, n int, gap time.Duration) error
 	acp := func(extra ...string) []string {
 		return append([]string{"--cline-protocol", "acp", "--sessions-dir", filepath.Join(root, "sessions", fmt.Sprint(len(extra)))}, extra...)
 	}
-	docker := []string{"--isolation", "docker", "--docker-image", image, "--docker-network", "none"}
+	docker := dockerArgs(image)
 	type benchServer struct {
 		name string
 		args []string

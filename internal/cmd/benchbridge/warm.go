@@ -23,7 +23,7 @@ func benchWarm(server, baseline, fake, image string, n, pool int, gap time.Durat
 		return err
 	}
 	defer os.RemoveAll(root)
-	docker := []string{"--isolation", "docker", "--docker-image", image, "--docker-network", "none"}
+	docker := dockerArgs(image)
 	warm := append(append([]string{}, docker...), "--docker-warm", fmt.Sprint(pool))
 	type benchServer struct {
 		name, bin string
