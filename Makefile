@@ -81,6 +81,9 @@ bench: build image-fake
 	$(GO) run ./internal/cmd/benchbridge -cline-mcp $(BIN)/cline-mcp -fake $(BIN)/fake-cline \
 	  $$(docker info >/dev/null 2>&1 && echo -docker-image $(FAKE_IMAGE)) \
 	  $(if $(BASELINE),-baseline-cline-mcp $(BASELINE))
+	@echo "warm containers in copy mode (an engine that cannot see this machine's files):"
+	@if docker info >/dev/null 2>&1; then $(GO) run ./internal/cmd/benchbridge -cline-mcp $(BIN)/cline-mcp -fake $(BIN)/fake-cline \
+	  -docker-image $(FAKE_IMAGE) -only warm -docker-arg=--docker-mounts -docker-arg=copy; fi
 	@echo "ask_cline on the real CLI (fake provider): one-shot --json against a warm ACP process:"
 	CLINE_MCP_CONTRACT_BENCH=$${CLINE_MCP_CONTRACT_BENCH:-10} $(GO) test -count=1 -tags contract -run '^TestLatencyACPWarmVsJSON$$' -v ./contract/ \
 	  | grep -E 'p50|ratio|PONG|^(ok|FAIL|--- |contract:)'

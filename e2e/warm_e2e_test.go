@@ -18,9 +18,15 @@ import (
 // after its first Docker call; the next call runs in it (it is gone afterwards and another is
 // ready), its settings copy merged back as for any container call. SIGKILLed with a warm
 // container and its slot ready, the server leaves both to its lifeline watchdog, which removes
-// them.
+// them. In copy mode (an engine that cannot see this machine's files) the same, the warm
+// container's slot being a volume, which the watchdog removes too.
 func TestDockerWarmServerKilled(t *testing.T) {
-	e := newDockerEnv(t, "--docker-warm", "1")
+	t.Run("bind", func(t *testing.T) { warmServerKilled(t) })
+	t.Run("copy", func(t *testing.T) { warmServerKilled(t, "--docker-mounts", "copy") })
+}
+
+func warmServerKilled(t *testing.T, args ...string) {
+	e := newDockerEnv(t, append([]string{"--docker-warm", "1"}, args...)...)
 	gitInit(t, e.work, map[string]string{"README.md": "x\n"})
 	pid := strconv.Itoa(e.sess.Cmd.Process.Pid)
 	warm := func() []string {
@@ -65,11 +71,27 @@ func TestDockerWarmServerKilled(t *testing.T) {
 		t.Fatalf("slots %v, want the ready container's one", s)
 	}
 
+	volumes := func() string {
+		out, err := mcpsession.Docker("volume", "ls", "-q", "--filter", "label=cline-mcp.instance")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []string
+		for _, v := range strings.Fields(out) {
+			if l, _ := mcpsession.Docker("volume", "inspect", "-f", `{{index .Labels "cline-mcp.instance"}}`, v); strings.Contains(l, "-"+pid+"-") {
+				mine = append(mine, v)
+			}
+		}
+		return strings.Join(mine, " ")
+	}
+	if len(args) > 0 && volumes() == "" {
+		t.Fatal("copy mode: the server has no volumes before its SIGKILL; the test would prove nothing")
+	}
 	if err := e.sess.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-e.sess.Exited()
-	if !mcpsession.Eventually(15*time.Second, func() bool { return len(warm()) == 0 && len(slots()) == 0 }) {
-		t.Fatalf("15 s after the server's SIGKILL: warm containers %v, slots %v left", warm(), slots())
+	if !mcpsession.Eventually(15*time.Second, func() bool { return len(warm()) == 0 && len(slots()) == 0 && volumes() == "" }) {
+		t.Fatalf("15 s after the server's SIGKILL: warm containers %v, slots %v, volumes %q left", warm(), slots(), volumes())
 	}
 }

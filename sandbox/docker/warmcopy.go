@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/moby/moby/api/types/container"
@@ -69,7 +70,7 @@ func (e *Executor) warmFits(cs *copySet, w *warmC, id identity) bool {
 		}
 		e.cache.mu.Lock()
 		ent := e.cache.entries[cacheKey(d, id)]
-		fits := ent != nil && containsString(w.kept, ent.volume)
+		fits := ent != nil && slices.Contains(w.kept, ent.volume)
 		e.cache.mu.Unlock()
 		if !fits {
 			return false
@@ -141,7 +142,7 @@ func (e *Executor) retireVolume(v string) {
 		var drop []*warmC
 		keep := p.ready[:0]
 		for _, w := range p.ready {
-			if containsString(w.kept, v) {
+			if slices.Contains(w.kept, v) {
 				drop = append(drop, w)
 			} else {
 				keep = append(keep, w)
@@ -181,15 +182,6 @@ func (e *Executor) removeRetired() {
 			e.cache.mu.Unlock()
 		}
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // fillSlot uploads a copy-mode call's own directories (and single files in them) into the
