@@ -31,6 +31,7 @@ var afterDeadline = regexp.MustCompile(`it had ended ([0-9.]+) s after the deadl
 func TestDeadlineCoversTheCall(t *testing.T) {
 	for _, iso := range isolations {
 		t.Run(iso, func(t *testing.T) {
+			t.Parallel() // a world each; most of the time is the calls' deadlines
 			w := newWorld(t, iso, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", t.TempDir()}})
 			for _, tc := range []struct {
 				name     string

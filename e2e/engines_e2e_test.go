@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -126,7 +127,8 @@ type engineScenario struct {
 	run  func(*testing.T, engine)
 }
 
-// allTools are the Docker scenarios of the three tools, the settings merge and the cleanup.
+// allTools are the Docker scenarios of the three tools, the settings merge, the cleanup and a
+// warm container's call.
 var allTools = []engineScenario{
 	{"ask", testDockerAskCline},
 	{"ask cannot write cwd", testDockerAskClineCannotWriteCwd},
@@ -137,6 +139,7 @@ var allTools = []engineScenario{
 	{"timeout and cancel leave nothing", testDockerTimeoutAndCancelLeaveNothing},
 	{"escape probes", testDockerEscapeProbes},
 	{"git inside the sandbox", testDockerGitInsideTheSandbox},
+	{"warm call", testDockerWarmCall},
 }
 
 func runScenarios(t *testing.T, eng engine, list []engineScenario) {
@@ -211,5 +214,86 @@ func TestPodmanCopy(t *testing.T) {
 		{"workspace", testDockerWorkspace},
 		{"override keeps no token", testDockerOverrideKeepsNeitherTokenNorTrackedFields},
 		{"git inside the sandbox", testDockerGitInsideTheSandbox},
+		{"warm call", testDockerWarmCall},
 	})
+}
+
+// testDockerWarmCall: with --docker-warm 1 the second ask_cline runs in the container the first
+// made ready — on an engine that copies the files too (its slot a volume, its checkout the kept
+// volume) — answers as a cold call does, leaves the user's settings as they were and no settings
+// copy; the used container is gone and another is ready.
+func testDockerWarmCall(t *testing.T, eng engine) {
+	e := newEngineEnv(t, eng, "--docker-warm", "1")
+	warm := func() []string {
+		args := []string{"ps", "-aq", "--no-trunc", "--filter", "label=cline-mcp.role=warm"}
+		if eng.host != "" {
+			args = append([]string{"-H", eng.host}, args...)
+		}
+		out, err := exec.Command("docker", args...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, _ := eng.containers()
+		var ids []string
+		for _, id := range strings.Fields(string(out)) {
+			for _, m := range mine {
+				if strings.HasPrefix(id, m) || strings.HasPrefix(m, id) {
+					ids = append(ids, id)
+				}
+			}
+		}
+		return ids
+	}
+	running := func(id string) bool {
+		args := []string{"inspect", "-f", "{{.State.Running}}", id}
+		if eng.host != "" {
+			args = append([]string{"-H", eng.host}, args...)
+		}
+		out, _ := exec.Command("docker", args...).Output()
+		return strings.TrimSpace(string(out)) == "true"
+	}
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Reply with PONG"})
+	wantDockerOK(t, sc)
+	if !mcpsession.Eventually(30*time.Second, func() bool { ids := warm(); return len(ids) == 1 && running(ids[0]) }) {
+		t.Fatalf("no warm container on %s after the first call: %v", eng.name, warm())
+	}
+	first := warm()[0]
+	// Running is seen a moment before the server counts it ready: a call in that moment runs
+	// cold, the next one takes it.
+	ranIn := ""
+	for range 3 {
+		if ranIn = hostOfCall(t, e); strings.HasPrefix(first, ranIn) {
+			break
+		}
+	}
+	if !strings.HasPrefix(first, ranIn) {
+		t.Fatalf("the calls after the first ran in %q, not in the warm container %s", ranIn, first)
+	}
+	if !mcpsession.Eventually(30*time.Second, func() bool { ids := warm(); return len(ids) == 1 && ids[0] != first }) {
+		t.Fatalf("the warm container %s on %s was not used and replaced: %v", first, eng.name, warm())
+	}
+	if got, _ := os.ReadFile(e.providers); string(got) != providersBefore {
+		t.Errorf("providers.json changed by a warm call: %s", got)
+	}
+	if left := callTemps(e); len(left) > 0 {
+		t.Errorf("private settings copies left behind: %v", left)
+	}
+	e.sess.Stop() // its ready container goes with it
+}
+
+// hostOfCall is the host name of the container an ask_cline call of e ran in (the fake CLI
+// reads /etc/hostname: a container's id begins with it).
+func hostOfCall(t *testing.T, e *env) string {
+	t.Helper()
+	sc, _ := dockerCall(e, "ask_cline", map[string]any{"prompt": "Probe fake:probe_read?path=/etc/hostname"})
+	wantDockerOK(t, sc)
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(mcpsession.Str(sc, "text")), &rep); err != nil || rep["ok"] != true {
+		t.Fatalf("hostname probe %q: %v", sc["text"], err)
+	}
+	h := strings.TrimSpace(mcpsession.Str(rep, "head"))
+	if h == "" {
+		t.Fatalf("hostname probe: empty host name in %v", rep)
+	}
+	return h
 }
