@@ -63,6 +63,42 @@ func TestShapeOfIgnoresOnlyWhatGoesInAtTheClaim(t *testing.T) {
 	}
 }
 
+// In copy mode a shape holds the kept volumes it mounts read-only, by name, and leaves out the
+// call's own volumes in the slot; any other volume (a busy kept volume's stand-in, an overlay of
+// a writable tree) has no shape.
+func TestShapeOfCopyMode(t *testing.T) {
+	slot := "/tmp/cline-mcp-warm-x-1"
+	opts := func(ms ...mount.Mount) client.ContainerCreateOptions {
+		return client.ContainerCreateOptions{Config: &container.Config{Image: "img", Labels: map[string]string{LabelRun: "r1"}},
+			HostConfig: &container.HostConfig{ReadonlyRootfs: true, Mounts: ms}}
+	}
+	kept := mount.Mount{Type: mount.TypeVolume, Source: keptPrefix + "r0-1", Target: "/repo", ReadOnly: true}
+	own := mount.Mount{Type: mount.TypeVolume, Source: "cline-mcp-r1-0", Target: slot + "/copy"}
+	_, base, ok := shapeOf(opts(kept, own), slot)
+	if !ok || !slotUsed(opts(kept, own).HostConfig.Mounts, slot) {
+		t.Fatalf("a kept volume and the call's own in the slot: shape %v, slot used %v", ok, slotUsed(opts(kept, own).HostConfig.Mounts, slot))
+	}
+	ownElse := own
+	ownElse.Source = "" // a warm claim's: no volume of its own
+	if _, k, _ := shapeOf(opts(kept, ownElse), slot); k != base {
+		t.Error("the call's own volume's name changed the shape")
+	}
+	keptElse := kept
+	keptElse.Source = keptPrefix + "r5-1"
+	if _, k, _ := shapeOf(opts(keptElse, own), slot); k == base {
+		t.Error("another kept volume: same shape")
+	}
+	for name, m := range map[string]mount.Mount{
+		"a busy kept volume's stand-in": {Type: mount.TypeVolume, Source: "cline-mcp-r1-1", Target: "/repo", ReadOnly: true},
+		"a writable tree's overlay":     {Type: mount.TypeVolume, Source: "cline-mcp-r1-1-merged", Target: "/repo"},
+		"a writable kept volume":        {Type: mount.TypeVolume, Source: keptPrefix + "r0-1", Target: "/repo"},
+	} {
+		if _, _, ok := shapeOf(opts(m, own), slot); ok {
+			t.Errorf("%s: want no shape", name)
+		}
+	}
+}
+
 func TestCacheDiff(t *testing.T) {
 	old := map[string]stamp{"a": {size: 1, mtime: 1, mode: 0o644}, "d": {mode: 0o755 | 1<<31}, "l": {mode: 1 << 27, link: "a"}}
 	cur := map[string]stamp{"a": {size: 1, mtime: 1, mode: 0o644}, "d": {mode: 0o755 | 1<<31}, "l": {mode: 1 << 27, link: "a"}}
