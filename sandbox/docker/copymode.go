@@ -92,13 +92,13 @@ type copySet struct {
 }
 
 // prepareCopy creates one volume per directory Mount, fills them through a filler container
-// (created, never started, removed before prepareCopy returns) and returns the mounts of the
+// (created, never started, removed before prepareCopy returns; none when every volume already
+// holds what it must, a kept one whose tree did not change) and returns the mounts of the
 // run container: each volume at its Target, read-only as the Mount says. A read-only volume
 // cannot be written through the archive API, hence the filler, which mounts all of them
 // writable. On error everything created is removed again. With a warm container's slot, the
 // call's own directories in it get no volume: they go into that container at the claim.
 func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID string, id identity, w *warmC) (_ *copySet, _ []mount.Mount, err error) {
-	u := id.user
 	cs := &copySet{e: e}
 	defer func() {
 		if err != nil {
@@ -117,74 +117,12 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 		labels = map[string]string{}
 	}
 	labels[LabelRun], labels[LabelInstance] = runID, e.instance
-	for i, d := range cs.dirs {
-		if d.inSlot = perCallMount(d.m, slot); d.inSlot {
-			continue
-		}
-		e.wantsOverlay(ctx, d)
-		if ent := e.claimCache(d, id); ent != nil {
-			d.cache, d.cacheState = ent, 'w'
-			if d.fillSkip, err = e.prepareCached(ctx, d, runID, i, labels); err != nil {
-				return nil, nil, err
-			}
-			if d.overlay {
-				if err := e.prepareUpper(ctx, d, runID, i, labels); err != nil {
-					return nil, nil, err
-				}
-			}
-			continue
-		}
-		d.overlay = false // its kept volume is busy: a volume of its own
-		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{
-			Name:   "cline-mcp-" + runID + "-" + strconv.Itoa(i),
-			Labels: labels,
-		})
-		cancel()
-		if err != nil {
-			return nil, nil, e.launchError("volume create", runID, err)
-		}
-		d.volume = v.Volume.Name
-	}
-	if !cs.needsFiller() {
-		for _, d := range cs.dirs {
-			d.settle(true)
-		}
-		return cs, cs.volumeMounts(true), nil
-	}
-	fillerLabels := maps.Clone(labels)
-	fillerLabels[labelRole] = "filler"
-	fcfg := neverStarted(e.image)
-	fcfg.Labels = fillerLabels
-	filler, err := e.createLabelled(ctx, runID, fcfg,
-		// The filler's user namespace is the run's: files it extracts for uid u are u's in the
-		// run too (rootless Podman's keep-id maps ids differently from its default).
-		&container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: cs.volumeMounts(false),
-			UsernsMode: container.UsernsMode(id.userns)})
-	if err != nil {
+	if err := cs.volumes(ctx, runID, id, slot, labels); err != nil {
 		return nil, nil, err
 	}
-	cs.filler = filler
-	for _, d := range cs.dirs {
-		if d.inSlot {
-			continue
-		}
-		if err := cs.fill(ctx, filler, d, u); err != nil {
+	if cs.needsFiller() {
+		if err := cs.fillAll(ctx, runID, id, labels); err != nil {
 			return nil, nil, err
-		}
-		if d.overlay {
-			if err := e.fillUpper(ctx, filler, d, u); err != nil {
-				return nil, nil, e.copyError(ctx, "prepare the overlay of "+d.m.Source, filler, err)
-			}
-		}
-	}
-	for _, f := range cs.files {
-		if cs.enclosing(f.Target).inSlot {
-			continue
-		}
-		dir, base := path.Split(f.Target)
-		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return archive.WriteFile(tw, base, f.Source, u.owner(), f.ReadOnly) }); err != nil {
-			return nil, nil, e.copyError(ctx, "copy "+f.Source+" into the container", filler, err)
 		}
 	}
 	for _, d := range cs.dirs {
@@ -199,11 +137,91 @@ func (e *Executor) prepareCopy(ctx context.Context, spec sandbox.Spec, runID str
 			}
 		}
 	}
-	if !overlays {
-		e.remove(ctx, filler)
+	if !overlays && cs.filler != "" {
+		e.remove(ctx, cs.filler)
 		cs.filler = ""
 	}
 	return cs, cs.volumeMounts(true), nil
+}
+
+// volumes gives each directory Mount its volume: its kept one (brought up to date by the fill,
+// with an overlay's upper volume for a writable tree), else one of its own; none for the call's
+// own directories in a warm container's slot.
+func (cs *copySet) volumes(ctx context.Context, runID string, id identity, slot string, labels map[string]string) error {
+	e := cs.e
+	for i, d := range cs.dirs {
+		if d.inSlot = perCallMount(d.m, slot); d.inSlot {
+			continue
+		}
+		e.wantsOverlay(ctx, d)
+		if ent := e.claimCache(d, id); ent != nil {
+			d.cache, d.cacheState = ent, 'w'
+			var err error
+			if d.fillSkip, err = e.prepareCached(ctx, d, runID, i, labels); err != nil {
+				return err
+			}
+			if d.overlay {
+				if err := e.prepareUpper(ctx, d, runID, i, labels); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		d.overlay = false // its kept volume is busy: a volume of its own
+		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		v, err := e.cli.VolumeCreate(vctx, client.VolumeCreateOptions{
+			Name:   "cline-mcp-" + runID + "-" + strconv.Itoa(i),
+			Labels: labels,
+		})
+		cancel()
+		if err != nil {
+			return e.launchError("volume create", runID, err)
+		}
+		d.volume = v.Volume.Name
+	}
+	return nil
+}
+
+// fillAll creates the filler (kept in cs.filler: cleanup removes it) and writes every volume
+// through it: the trees, the overlays' upper layers, the single files.
+func (cs *copySet) fillAll(ctx context.Context, runID string, id identity, labels map[string]string) error {
+	e, u := cs.e, id.user
+	fillerLabels := maps.Clone(labels)
+	fillerLabels[labelRole] = "filler"
+	fcfg := neverStarted(e.image)
+	fcfg.Labels = fillerLabels
+	filler, err := e.createLabelled(ctx, runID, fcfg,
+		// The filler's user namespace is the run's: files it extracts for uid u are u's in the
+		// run too (rootless Podman's keep-id maps ids differently from its default).
+		&container.HostConfig{NetworkMode: "none", LogConfig: container.LogConfig{Type: "none"}, Mounts: cs.volumeMounts(false),
+			UsernsMode: container.UsernsMode(id.userns)})
+	if err != nil {
+		return err
+	}
+	cs.filler = filler
+	for _, d := range cs.dirs {
+		if d.inSlot {
+			continue
+		}
+		if err := cs.fill(ctx, filler, d, u); err != nil {
+			return err
+		}
+		if d.overlay {
+			if err := e.fillUpper(ctx, filler, d, u); err != nil {
+				return e.copyError(ctx, "prepare the overlay of "+d.m.Source, filler, err)
+			}
+		}
+	}
+	for _, f := range cs.files {
+		if cs.enclosing(f.Target).inSlot {
+			continue
+		}
+		dir, base := path.Split(f.Target)
+		if err := e.upload(ctx, filler, dir, func(tw *tar.Writer) error { return archive.WriteFile(tw, base, f.Source, u.owner(), f.ReadOnly) }); err != nil {
+			return e.copyError(ctx, "copy "+f.Source+" into the container", filler, err)
+		}
+	}
+	return nil
 }
 
 // needsFiller reports whether a volume must be written before the run: a tree that is not in a
