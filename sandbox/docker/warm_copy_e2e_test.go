@@ -76,22 +76,10 @@ func TestWarmCopyMode(t *testing.T) {
 	e := newWarmExecutor(t, base, WithMounts(MountsCopy))
 	cold := newTestExecutor(t, WithImage(fakeImage), WithEgress(Egress{Mode: EgressNone}), WithMounts(MountsCopy))
 
-	_, out0 := copyCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
-	waitWarm(t, e, 1)
-	ids := warmIDs(t, e)
-	if len(ids) != 1 || strings.HasPrefix(ids[0], strings.SplitN(out0, "\n", 2)[0]) {
-		t.Fatalf("warm containers %v after a cold call that ran in %q", ids, out0)
-	}
-
-	slot, release := e.WarmSlot()
-	if slot == "" {
-		t.Fatal("no warm slot although one container is ready")
-	}
+	ids := firstWarm(t, e, base, func(dir string) string { _, out := copyCall(t, e, dir, checkout, "0"); return out })
+	slot, release := reserveWarm(t, e)
 	xw, out1 := copyCall(t, e, filepath.Join(slot, "copy"), checkout, "1")
-	host1 := strings.SplitN(out1, "\n", 2)[0]
-	if !strings.HasPrefix(ids[0], host1) {
-		t.Fatalf("the call ran in %q, not in the warm container %s:\n%s", host1, ids[0], out1)
-	}
+	host1 := ranIn(t, ids[0], out1)
 	for _, want := range []string{"no planted", "planted ok", "input 1", "var=1", "version 1", "checkout read-only", checkout} {
 		if !strings.Contains(out1, want) {
 			t.Fatalf("warm call output lacks %q:\n%s", want, out1)
@@ -119,15 +107,11 @@ func TestWarmCopyMode(t *testing.T) {
 	// The host changes the checkout: the next warm call sees the new file.
 	writeTestFile(t, filepath.Join(checkout, "f.txt"), "version 2\n")
 	time.Sleep(10 * time.Millisecond)
-	slot2, release2 := e.WarmSlot()
-	if slot2 == "" {
-		t.Fatal("no second warm slot")
-	}
+	slot2, release2 := reserveWarm(t, e)
 	ids2 := warmIDs(t, e)
 	_, out2 := copyCall(t, e, filepath.Join(slot2, "copy"), checkout, "2")
-	host2 := strings.SplitN(out2, "\n", 2)[0]
-	if len(ids2) != 1 || !strings.HasPrefix(ids2[0], host2) || host2 == host1 {
-		t.Fatalf("the second call ran in %q, not in the new warm container %v (the first: %q)", host2, ids2, host1)
+	if len(ids2) != 1 || ranIn(t, ids2[0], out2) == host1 {
+		t.Fatalf("the second call ran in the first one's container %q (warm now: %v)", host1, ids2)
 	}
 	for _, want := range []string{"no planted", "input 2", "version 2", "checkout read-only"} {
 		if !strings.Contains(out2, want) {
@@ -144,10 +128,7 @@ func TestWarmCopyMode(t *testing.T) {
 	if err := os.Remove(filepath.Join(checkout, "d0", "f00.txt")); err != nil {
 		t.Fatal(err)
 	}
-	slot3, release3 := e.WarmSlot()
-	if slot3 == "" {
-		t.Fatal("no third warm slot")
-	}
+	slot3, release3 := reserveWarm(t, e)
 	ids3 := warmIDs(t, e)
 	_, out3 := copyCall(t, e, filepath.Join(slot3, "copy"), checkout, "3")
 	if host3 := strings.SplitN(out3, "\n", 2)[0]; len(ids3) != 1 || strings.HasPrefix(ids3[0], host3) {

@@ -120,28 +120,48 @@ func gone(id string) bool {
 	return isNotFound(err)
 }
 
-// A warm container serves exactly one call and is removed; the next call gets another one, in
-// which nothing the first call planted exists.
-func TestWarmContainerUsedOnceAndGone(t *testing.T) {
-	base, checkout := t.TempDir(), t.TempDir()
-	e := newWarmExecutor(t, base)
-	// The first call is cold and teaches the pool its shape.
-	_, out0 := warmCall(t, e, filepath.Join(base, "private-0", "copy"), checkout, "0")
+// firstWarm runs the first call of a pool (call, in a private dir under base): cold, it teaches
+// the pool its shape; then it waits for the one warm container and returns the ids.
+func firstWarm(t *testing.T, e *Executor, base string, call func(dir string) string) []string {
+	t.Helper()
+	out0 := call(filepath.Join(base, "private-0", "copy"))
 	waitWarm(t, e, 1)
 	ids := warmIDs(t, e)
 	if len(ids) != 1 || strings.HasPrefix(ids[0], strings.SplitN(out0, "\n", 2)[0]) {
 		t.Fatalf("warm containers %v after a cold call that ran in %q", ids, out0)
 	}
+	return ids
+}
 
-	slot, release := e.WarmSlot()
+// reserveWarm reserves the ready warm container's slot.
+func reserveWarm(t *testing.T, e *Executor) (slot string, release func()) {
+	t.Helper()
+	slot, release = e.WarmSlot()
 	if slot == "" {
 		t.Fatal("no warm slot although one container is ready")
 	}
-	_, out1 := warmCall(t, e, filepath.Join(slot, "copy"), checkout, "1")
-	host1 := strings.SplitN(out1, "\n", 2)[0]
-	if !strings.HasPrefix(ids[0], host1) {
-		t.Fatalf("the call ran in %q, not in the warm container %s:\n%s", host1, ids[0], out1)
+	return slot, release
+}
+
+// ranIn is the host name a call's output starts with; the test fails unless it is container id's.
+func ranIn(t *testing.T, id, out string) string {
+	t.Helper()
+	host := strings.SplitN(out, "\n", 2)[0]
+	if !strings.HasPrefix(id, host) {
+		t.Fatalf("the call ran in %q, not in the warm container %s:\n%s", host, id, out)
 	}
+	return host
+}
+
+// A warm container serves exactly one call and is removed; the next call gets another one, in
+// which nothing the first call planted exists.
+func TestWarmContainerUsedOnceAndGone(t *testing.T) {
+	base, checkout := t.TempDir(), t.TempDir()
+	e := newWarmExecutor(t, base)
+	ids := firstWarm(t, e, base, func(dir string) string { _, out := warmCall(t, e, dir, checkout, "0"); return out })
+	slot, release := reserveWarm(t, e)
+	_, out1 := warmCall(t, e, filepath.Join(slot, "copy"), checkout, "1")
+	host1 := ranIn(t, ids[0], out1)
 	for _, want := range []string{"no planted", "planted ok", "input 1", "var=1", checkout} {
 		if !strings.Contains(out1, want) {
 			t.Fatalf("warm call output lacks %q:\n%s", want, out1)
