@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -304,5 +305,27 @@ func TestLiveContainerSessionKeyless(t *testing.T) {
 	}
 	if withKey, _ := providerSaw(t, w, key); len(withKey) != 2 {
 		t.Errorf("the provider got the real key in %d requests, want one per turn: %v", len(withKey), withKey)
+	}
+}
+
+// plantProviders is a turn that rewrites the settings its CLI reads (the data dir's settings/).
+const plantProviders = "fake:run_commands?cmd=echo%20%27%7B%22version%22%3A1%2C%22lastUsedProvider%22%3A%22planted-provider%22%7D%27%20%3E%20$CLINE_DATA_DIR%2Fsettings%2Fproviders.json"
+
+// TestContainerSessionSettingsComeBack: what a container session's CLI writes into its settings
+// (the data dir's settings/, where it reads them) is what the host reads after the turn, with
+// bind mounts and in copy mode alike: the change is named in a warning and dropped. A copy-mode
+// session's host used to read the copy under the call's own dir, which the CLI never sees, and
+// said nothing (and would not have known a secret written there). The warning is the marker:
+// without the write there is none.
+func TestContainerSessionSettingsComeBack(t *testing.T) {
+	for _, mode := range []string{"bind", "copy"} {
+		t.Run(mode, func(t *testing.T) {
+			w := newWorld(t, docker, worldOpts{args: []string{"--cline-protocol", "acp", "--sessions-dir", t.TempDir(), "--docker-mounts", mode}})
+			_, sc := w.call("ask_cline", map[string]any{"prompt": "plant " + plantProviders})
+			wantOK(t, sc)
+			if ws := fmt.Sprint(sc["warnings"]); !strings.Contains(ws, "the run changed lastUsedProvider") {
+				t.Errorf("the settings the run wrote were not read back: warnings %s", ws)
+			}
+		})
 	}
 }

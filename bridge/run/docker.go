@@ -79,6 +79,13 @@ func (p *prep) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 		if err != nil {
 			return cleanup, err
 		}
+		// The session's CLI reads and writes its settings at the data dir's settings/, a mount of
+		// its own: an engine that copies brings providers.json back from there (the copy of the
+		// same files under cp.Dir in such a container is one the CLI never sees).
+		if rel, err := filepath.Rel(ms[1].Source, cp.SettingsPath); err == nil && filepath.IsLocal(rel) {
+			spec.Mounts[len(spec.Mounts)-1].Return = sandbox.Return{}
+			ms[1].Return = sandbox.Return{Files: []string{filepath.ToSlash(rel)}}
+		}
 		spec.Mounts = append(spec.Mounts, ms...)
 		extra["CLINE_DATA_DIR"] = p.sess.data
 		spec.NotWarm = true // a warm container never has a session's data dir (warmSlot)
