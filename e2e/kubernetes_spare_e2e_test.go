@@ -115,3 +115,16 @@ func acpPodServer(t *testing.T, w k8sWorld, extra ...string) (*env, string) {
 	e.startWithEnv([]string{"CLINE_MCP_K8S_PULL=Never"}, append(append(w.args(), "--cline-protocol", "acp", "--sessions-dir", sessions), extra...)...)
 	return e, sessions
 }
+
+// TestKubernetesSessionSettingsComeBack: a pod session's settings come back from where its CLI
+// reads and writes them, the data dir's settings/, as a container session's do
+// (TestContainerSessionSettingsComeBack): the change the turn made is named in a warning.
+func TestKubernetesSessionSettingsComeBack(t *testing.T) {
+	w := newK8sWorld(t)
+	e, _ := acpPodServer(t, w)
+	_, sc := e.call("ask_cline", map[string]any{"prompt": "plant " + plantProviders})
+	wantOK(t, sc)
+	if ws := fmt.Sprint(sc["warnings"]); !strings.Contains(ws, "the run changed lastUsedProvider") {
+		t.Errorf("the settings the run wrote were not read back: warnings %s", ws)
+	}
+}
