@@ -99,7 +99,7 @@ func (p *prep) dockerSpec(ctx context.Context, spec *sandbox.Spec, req *cline.Re
 	spec.Labels = map[string]string{"cline-mcp.tool": string(p.Tool)}
 	if live {
 		a.shape = shapeOf(*spec, cp.Dir, p.sess.data, a.placeholder)
-		a.spare = p.spareMaker(a, spec, cp.Dir)
+		a.spare = p.spareMaker(a, spec, cp)
 	}
 	return cleanup, nil
 }

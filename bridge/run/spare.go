@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cline-mcp/cline-mcp/bridge/run/engine"
+	"github.com/cline-mcp/cline-mcp/bridge/settings"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -22,11 +23,16 @@ import (
 // call's, so the spare's shape is the next such call's.
 
 // spareMaker is the maker of a first turn's spares (engine.Turn.Spare), nil when the turn gets
-// none. It records the settings copy in copyDir now, before the run.
-func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(sandbox.Spec) (engine.Spare, error) {
+// none. It records the settings copy (cp.Dir) now, before the run.
+func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, cp *settings.Copy) func(sandbox.Spec) (engine.Spare, error) {
 	// Spares is the server's warm containers' or warm pods' number: a server that keeps no
 	// started pod waiting (a node's resources) keeps no spare pod either.
 	if a.shape == "" || a.iso == sandbox.IsolationHost || !p.sess.fresh || p.r.cfg.Sessions == nil || p.r.cfg.Spares == 0 {
+		return nil
+	}
+	copyDir, target := cp.Dir, cp.Target
+	providers, err := filepath.Rel(copyDir, cp.SettingsPath)
+	if err != nil || !filepath.IsLocal(providers) {
 		return nil
 	}
 	files, err := snapshotDir(copyDir)
@@ -61,6 +67,11 @@ func (p *prep) spareMaker(a *attempt, spec *sandbox.Spec, copyDir string) func(s
 		}
 		if err := files.restore(own, pairs...); err != nil {
 			return sp, err
+		}
+		if oldKey == "" && spec.Credential == nil { // the key is inside: a warm-up must not reach the provider
+			if sp.Blind, err = blinder(own, providers, target); err != nil {
+				return sp, err
+			}
 		}
 		data, err := newDataDir(root)
 		if err != nil {

@@ -25,8 +25,11 @@ func (o *object) get(k string) (any, bool) {
 	return v, ok
 }
 
-// getObject returns the member k when it is an object.
+// getObject returns the member k when it is an object (nil on a nil object).
 func (o *object) getObject(k string) *object {
+	if o == nil {
+		return nil
+	}
 	v, _ := o.vals[k].(*object)
 	return v
 }

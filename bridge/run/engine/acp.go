@@ -162,8 +162,8 @@ func (e *ACP) Run(ctx context.Context, t Turn) Facts {
 	f := Facts{StdoutTail: outTail.String(), StderrTail: errTail.String(), SessionID: s.id, Warnings: s.warnings, Kept: kept, DataDir: dataDir}
 	if spares && terr == nil {
 		// The next conversation's process, started now that this call no longer needs the engine.
-		w, warm := warmUpOf(t)
-		e.spares.fill(spareKey, t.Exec, t.Spec, t.Spare, w, warm, e)
+		w, keyless := warmUpOf(t)
+		e.spares.fill(spareKey, t.Exec, t.Spec, t.Spare, w, keyless, e)
 	}
 	if errors.As(x.err, &f.CopyBack) {
 		x.err = nil

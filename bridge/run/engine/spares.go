@@ -26,12 +26,15 @@ import (
 // Spare is a ready-made run for a spare agent (Turn.Spare): the spec of the turn it was made
 // from with the call's own directories replaced by fresh ones, the settings copy's directory
 // (Own: removed with the process), and the session data dir the claiming call takes over (Data:
-// removed if no call claims it; DataDir is its path).
+// removed if no call claims it; DataDir is its path). Blind, when set, points the settings copy's
+// provider at an address where nothing listens (true) and back (false), for the warm-up of a
+// spare whose key is inside its container (warmup.go).
 type Spare struct {
 	Spec    sandbox.Spec
 	Own     Owned
 	Data    Owned
 	DataDir string
+	Blind   func(on bool) error
 }
 
 // spareInitTimeout bounds a spare's start and initialize; a spare that takes longer is dropped.
@@ -42,8 +45,11 @@ type spare struct {
 	ag   *agent
 	data Owned
 	idle *time.Timer
-	// disarmed: its egress grant lends nothing until the claim re-arms it (a warmed spare).
+	// disarmed: its egress grant lends nothing until the claim re-arms it (a warmed key-less spare).
 	disarmed bool
+	// warmed: it went through its CLI's request path before its claim (warmup.go).
+	warmed bool
+	blind  func(on bool) error
 }
 
 // end ends an unclaimed spare: its process (and so its container), its directories.
@@ -89,8 +95,8 @@ func (p *spares) take(key agentKey) *spare {
 }
 
 // fill starts spares for key in the background until the engine keeps max of them: each from
-// mk, on exec, warmed up with w when warm (warmup.go).
-func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk func(sandbox.Spec) (Spare, error), w warmUp, warm bool, e *ACP) {
+// mk, on exec, warmed up with w (warmup.go; keyless: the proxy holds their key).
+func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk func(sandbox.Spec) (Spare, error), w warmUp, keyless bool, e *ACP) {
 	for {
 		p.mu.Lock()
 		if p.closed || p.n >= p.max {
@@ -115,14 +121,8 @@ func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk
 			case <-time.After(spareDelay):
 			}
 			s := p.start(ctx, exec, spec, mk, e)
-			if s != nil && warm && s.ag.settles() { // a grant that cannot be settled: as it is
-				if err := w.run(ctx, s.ag); err != nil {
-					e.log.Warn("a spare Cline process is not kept: its warm-up failed", "err", err)
-					s.end()
-					s = nil
-				} else {
-					s.disarmed = true
-				}
+			if s != nil {
+				s = w.spare(ctx, s, keyless, e)
 			}
 			p.park(key, s)
 		}()
@@ -139,7 +139,7 @@ func (p *spares) start(ctx context.Context, exec sandbox.Executor, spec sandbox.
 	sp.Spec.Standby = true // it takes no room a call needs
 	ag := startAgent(exec, sp.Spec, e.log)
 	ag.own = sp.Own
-	s := &spare{ag: ag, data: sp.Data}
+	s := &spare{ag: ag, data: sp.Data, blind: sp.Blind}
 	s.ag.dataDir = sp.DataDir
 	ctx, cancel := context.WithTimeout(ctx, spareInitTimeout)
 	defer cancel()
@@ -169,7 +169,7 @@ func (p *spares) park(key agentKey, s *spare) {
 		p.m = map[agentKey][]*spare{}
 	}
 	p.m[key] = append(p.m[key], s)
-	p.log.Debug("a spare Cline process is ready", "warmedUp", s.disarmed, "dataDir", s.ag.dataDir)
+	p.log.Debug("a spare Cline process is ready", "warmedUp", s.warmed, "dataDir", s.ag.dataDir)
 	s.idle = time.AfterFunc(p.idle, func() {
 		p.mu.Lock()
 		list := p.m[key]

@@ -11,13 +11,20 @@ import (
 
 // A fresh `cline --acp` process answers its first prompt about 100–150 ms slower than one that
 // has already sent a request to its provider (the real CLI 3.0.65: its request path has not
-// run yet; docs/acp.md). A key-less spare goes through that path before its claim, with nothing
-// that could reach the provider: its egress grant is settled without a credential first, so
-// the proxy answers the warm-up's one request 403 itself (and the CLI does not retry a 403);
-// the grant is settled again afterwards, which drops that refusal, and re-armed with the
-// claiming call's credential at the claim. Until then the proxy lends the spare's key to
-// nothing. A spare whose key is inside its container is not warmed: its request could reach the
-// provider.
+// run yet; docs/acp.md). A spare goes through that path before its claim, with nothing that
+// could reach the provider:
+//   - key-less (the egress proxy holds the key): its grant is settled without a credential
+//     first, so the proxy answers the warm-up's one request 403 itself (the CLI does not retry a
+//     403); the grant is settled again afterwards, which drops that refusal, and re-armed with
+//     the claiming call's credential at the claim. Until then the proxy lends its key to nothing.
+//   - key inside its container, mounts shared with the host (Spare.Blind; a copying engine's
+//     container never sees the host's later writes, so it is not warmed): its settings copy
+//     names an address where nothing can listen while the warm-up's session opens — the CLI
+//     takes a session's baseUrl from the file when the session opens — and the turn is
+//     cancelled once its request was refused (the CLI would retry for a minute); then the host
+//     puts the file's own bytes back, which the claiming call's session reads.
+//
+// A spare that fits neither is not warmed.
 
 // warmUp is what a spare's warm-up turn runs with: the directory and model of the turn that
 // filled the spares (a session of its own there, every tool call refused).
@@ -32,13 +39,41 @@ const warmUpPrompt = "cline-mcp warm-up: reply with the word OK and use no tools
 // warmUpTimeout bounds a warm-up turn (a refused request ends it in well under a second).
 const warmUpTimeout = 20 * time.Second
 
-// warmUpOf is the warm-up of t's spares; ok is false when they get none (the key is inside).
-func warmUpOf(t Turn) (w warmUp, ok bool) {
+// blindTurn is how long a blinded warm-up's prompt runs before it is cancelled: the CLI's first
+// attempt is refused within tens of milliseconds; cancelled after 50 ms the next turn was only
+// partly warm, after 300 ms fully (the real CLI 3.0.65).
+const blindTurn = 500 * time.Millisecond
+
+// warmUpOf is the warm-up of t's spares; keyless says the egress proxy holds their key.
+func warmUpOf(t Turn) (w warmUp, keyless bool) {
 	model := t.Model
 	if model == "" {
 		model = t.Provider.Model
 	}
 	return warmUp{dir: t.Dir, model: model}, t.Spec.Credential != nil
+}
+
+// spare warms s up as its kind allows and returns it, or nil when a warm-up failed (the spare
+// has then been ended: it must not be used).
+func (w warmUp) spare(ctx context.Context, s *spare, keyless bool, e *ACP) *spare {
+	var err error
+	switch {
+	case keyless && s.ag.settles(): // a grant that cannot be settled: as it is
+		if err = w.run(ctx, s.ag); err == nil {
+			s.disarmed = true
+		}
+	case !keyless && s.blind != nil && s.ag.syncer.Load() == nil:
+		err = w.runBlind(ctx, s.ag, s.blind)
+	default:
+		return s
+	}
+	if err != nil {
+		e.log.Warn("a spare Cline process is not kept: its warm-up failed", "err", err)
+		s.end()
+		return nil
+	}
+	s.warmed = true
+	return s
 }
 
 // run warms ag up: its grant disarmed, one turn refused by the proxy, the grant settled again
@@ -50,6 +85,38 @@ func (w warmUp) run(ctx context.Context, ag *agent) error {
 	if _, err := ag.settle(ctx, nil); err != nil {
 		return fmt.Errorf("disarm its egress grant: %w", err)
 	}
+	if err := w.turn(ctx, ag, warmUpTimeout); err != nil {
+		return err
+	}
+	rep, err := ag.settle(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("settle its egress grant: %w", err)
+	}
+	if beyond(rep) {
+		return fmt.Errorf("the warm-up was answered or reached beyond the proxy: %+v", *rep)
+	}
+	return nil
+}
+
+// runBlind warms ag up with its settings pointed where nothing listens (blind), its turn
+// cancelled after blindTurn, and the settings put back whatever happened.
+func (w warmUp) runBlind(ctx context.Context, ag *agent, blind func(on bool) error) error {
+	if err := blind(true); err != nil {
+		if back := blind(false); back != nil {
+			return fmt.Errorf("put its settings back: %w", back)
+		}
+		return fmt.Errorf("point its settings away from the provider: %w", err)
+	}
+	err := w.turn(ctx, ag, blindTurn)
+	if back := blind(false); back != nil {
+		return fmt.Errorf("put its settings back: %w", back)
+	}
+	return err
+}
+
+// turn opens a session in ag and prompts it once, the prompt ending after at most limit (its
+// error is what a refusal looks like); the process must live on.
+func (w warmUp) turn(ctx context.Context, ag *agent, limit time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, warmUpTimeout)
 	defer cancel()
 	sess, err := ag.conn.NewSession(wctx, w.dir, nil) // nil: every tool call refused
@@ -62,19 +129,14 @@ func (w warmUp) run(ctx context.Context, ag *agent) error {
 			return fmt.Errorf("select the model: %w", err)
 		}
 	}
-	_, _ = sess.Prompt(wctx, warmUpPrompt, nil) // an error is what the refusal looks like
+	pctx, pcancel := context.WithTimeout(wctx, limit)
+	_, _ = sess.Prompt(pctx, warmUpPrompt, nil)
+	pcancel()
 	if err := wctx.Err(); err != nil {
 		return fmt.Errorf("the warm-up turn did not end: %w", err)
 	}
 	if !ag.alive() {
 		return errors.New("the process ended during its warm-up")
-	}
-	rep, err := ag.settle(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("settle its egress grant: %w", err)
-	}
-	if beyond(rep) {
-		return fmt.Errorf("the warm-up was answered or reached beyond the proxy: %+v", *rep)
 	}
 	return nil
 }
