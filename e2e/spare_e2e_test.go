@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,9 +62,15 @@ func TestSpareAgent(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // its CLI initializes (milliseconds for the fake CLI)
 
+	called := time.Now()
 	_, second := w.call("ask_cline", map[string]any{"prompt": probeSettings})
 	wantOK(t, second)
 	id2 := second["sessionId"].(string)
+	// The spare opened the call's session before the call (a session id starts with the
+	// millisecond it was opened): the call sent only its prompt.
+	if ms, err := strconv.ParseInt(strings.SplitN(id2, "_", 2)[0], 10, 64); err != nil || ms >= called.UnixMilli() {
+		t.Errorf("the second conversation's session %s was not opened before its call (%d): %v", id2, called.UnixMilli(), err)
+	}
 	data2 := dataOf(id2)
 	host2 := readTrimmed(filepath.Join(data2, "host2"))
 	spare := of(before, host2)

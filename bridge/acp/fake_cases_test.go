@@ -55,6 +55,29 @@ func TestFakeConversation(t *testing.T) {
 	c2.stop(t)
 }
 
+// TestSetPolicyBeforeTheFirstPrompt: a session opened with no policy (a spare's, opened before
+// its call) answers its permission requests with the policy set before its first prompt: the
+// read is allowed, the edit rejected; a session left without one rejects both.
+func TestSetPolicyBeforeTheFirstPrompt(t *testing.T) {
+	w := newFakeWorld(t)
+	gitInit(t, w.work)
+	c := w.ready()
+	none := w.session(c, nil)
+	turn, err := prompt(t, none, "fake:read_then_edit?path=denied.txt")
+	if err != nil || len(turn.Rejected) != 2 {
+		t.Fatalf("a session without a policy: rejections %+v, %v; want both calls", turn.Rejected, err)
+	}
+	later := w.session(c, nil)
+	later.SetPolicy(acp.ReadOnly(false))
+	turn, err = prompt(t, later, "fake:read_then_edit?path=denied.txt")
+	if err != nil || len(turn.Rejected) != 1 || turn.Rejected[0].Tool != "editor" {
+		t.Fatalf("with the policy set: rejections %+v, %v; want the editor call alone", turn.Rejected, err)
+	}
+	if len(turn.Tools.Successes) != 1 || turn.Tools.Successes[0].Name != "read_files" {
+		t.Errorf("with the policy set: tools %+v, want read_files ok", turn.Tools)
+	}
+}
+
 // TestFakePolicies: the read-only policy allows read_files, rejects editor and apply_patch (kind
 // other) before they run; the edit policy lets edits through and rejects the git commit.
 func TestFakePolicies(t *testing.T) {

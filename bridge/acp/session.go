@@ -62,6 +62,15 @@ func (s *Session) SetModel(ctx context.Context, model string) error {
 	return nil
 }
 
+// SetPolicy replaces the policy that answers the session's permission requests: a session
+// opened before the call that takes it (a spare's, opened with none) gets the call's before the
+// call's first prompt.
+func (s *Session) SetPolicy(policy Policy) {
+	s.mu.Lock()
+	s.policy = policy
+	s.mu.Unlock()
+}
+
 // Close forgets the session on this connection (the agent keeps it on disk for a later load).
 func (s *Session) Close() { s.c.forget(s.id) }
 
@@ -106,12 +115,12 @@ func (s *Session) replay(u sdk.SessionUpdate) {
 // must be "cancelled": no turn is running, the turn is being cancelled, or the connection ended.
 func (s *Session) decide(ctx context.Context, call ToolCall) (Decision, bool) {
 	s.mu.Lock()
-	ts := s.turn
+	ts, policy := s.turn, s.policy
 	s.mu.Unlock()
 	if ts == nil || ts.isCancelled() {
 		return Decision{}, false
 	}
-	if s.policy == nil {
+	if policy == nil {
 		d := Decision{Reason: "denied by policy: this run allows no tool; do not retry"}
 		ts.reject(call, d.Reason)
 		return d, true
@@ -119,7 +128,7 @@ func (s *Session) decide(ctx context.Context, call ToolCall) (Decision, bool) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := make(chan Decision, 1)
-	go func() { ch <- s.policy(pctx, call) }()
+	go func() { ch <- policy(pctx, call) }()
 	var d Decision
 	select {
 	case d = <-ch:

@@ -280,11 +280,17 @@ func (e *ACP) turn(ctx context.Context, t Turn, ag *agent) (acp.Turn, opened, er
 		}
 		ag.ready = true
 	}
-	var sess *acp.Session
+	model := t.Model
+	if model == "" {
+		model = t.Provider.Model // read before the process started (Env)
+	}
+	sess, ahead := ag.takeAhead(t, model)
 	var err error
-	if t.SessionID != "" {
+	switch {
+	case ahead:
+	case t.SessionID != "":
 		sess, err = conn.LoadSession(ctx, t.SessionID, t.Dir, t.Policy)
-	} else {
+	default:
 		sess, err = conn.NewSession(ctx, t.Dir, t.Policy)
 	}
 	if err != nil {
@@ -296,11 +302,7 @@ func (e *ACP) turn(ctx context.Context, t Turn, ag *agent) (acp.Turn, opened, er
 		// The manifest's usage is the session's, cumulative: this turn's is the difference.
 		s.before, _ = acp.ReadUsage(t.DataDir, sess.ID())
 	}
-	model := t.Model
-	if model == "" {
-		model = t.Provider.Model // read before the process started (Env)
-	}
-	if model != "" {
+	if model != "" && !ahead {
 		if err := sess.SetModel(ctx, model); err != nil {
 			return acp.Turn{SessionID: sess.ID()}, s, err
 		}

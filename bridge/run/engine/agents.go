@@ -83,8 +83,12 @@ type agent struct {
 	own   Owned // a directory the agent owns (its policy files); removed when it ends
 	// dataDir is a spare's session data dir (spares.go), which its claiming call takes over.
 	dataDir string
-	ready   bool
-	idle    *time.Timer
+	// ahead is a spare's session opened before its claim with aheadModel selected (warmup.go),
+	// nil once a turn took it.
+	ahead      *acp.Session
+	aheadModel string
+	ready      bool
+	idle       *time.Timer
 	// report is what the agent's container was created with (sandbox.Spec.Started), nil on the
 	// host and until the container started.
 	report atomic.Pointer[sandbox.ContainerReport]

@@ -124,6 +124,9 @@ func (p *spares) fill(key agentKey, exec sandbox.Executor, spec sandbox.Spec, mk
 			if s != nil {
 				s = w.spare(ctx, s, keyless, e)
 			}
+			if s != nil {
+				s = w.openAhead(ctx, s, e)
+			}
 			p.park(key, s)
 		}()
 	}

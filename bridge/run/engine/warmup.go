@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cline-mcp/cline-mcp/bridge/acp"
 	"github.com/cline-mcp/cline-mcp/sandbox"
 )
 
@@ -74,6 +75,43 @@ func (w warmUp) spare(ctx context.Context, s *spare, keyless bool, e *ACP) *spar
 	}
 	s.warmed = true
 	return s
+}
+
+// openAhead opens the session of s's claiming call before the claim: in the directory every
+// claim has (part of the spare's key), with the model of the turn that filled the spares and no
+// policy (every tool call refused) until the claim sets the call's; the claim then sends only
+// its prompt (agent.takeAhead). Opening a session sends nothing to the provider (the real CLI
+// 3.0.65). A spare whose session could not be opened is ended (nil).
+func (w warmUp) openAhead(ctx context.Context, s *spare, e *ACP) *spare {
+	ctx, cancel := context.WithTimeout(ctx, warmUpTimeout)
+	defer cancel()
+	sess, err := s.ag.conn.NewSession(ctx, w.dir, nil)
+	if err == nil && w.model != "" {
+		err = sess.SetModel(ctx, w.model)
+	}
+	if err != nil {
+		e.log.Warn("a spare Cline process is not kept: its session could not be opened", "err", err)
+		s.end()
+		return nil
+	}
+	s.ag.ahead, s.ag.aheadModel = sess, w.model
+	return s
+}
+
+// takeAhead is the session opened ahead for t (a new conversation's first turn in the directory
+// it was opened in, with the same model), its policy now t's; ok is false otherwise, and a
+// session opened ahead that does not fit is forgotten (the CLI keeps it on disk, unused).
+func (ag *agent) takeAhead(t Turn, model string) (sess *acp.Session, ok bool) {
+	sess, ag.ahead = ag.ahead, nil
+	if sess == nil {
+		return nil, false
+	}
+	if t.SessionID != "" || model != ag.aheadModel {
+		sess.Close()
+		return nil, false
+	}
+	sess.SetPolicy(t.Policy)
+	return sess, true
 }
 
 // run warms ag up: its grant disarmed, one turn refused by the proxy, the grant settled again

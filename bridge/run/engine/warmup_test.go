@@ -299,3 +299,35 @@ func TestWarmUpBlindFailure(t *testing.T) {
 		t.Error("the provider was reached")
 	}
 }
+
+// TestSessionOpenedAhead: a spare's session opened before its claim goes to the claim's first
+// turn only when it fits — a new conversation with the model it was opened with — and never
+// twice; a turn it does not fit opens its own.
+func TestSessionOpenedAhead(t *testing.T) {
+	ag := fakeAgent(t, &settles{})
+	e := &ACP{log: slog.Default()}
+	w := warmUp{dir: t.TempDir(), model: "fake-model"}
+	open := func() string {
+		t.Helper()
+		if s := w.openAhead(context.Background(), &spare{ag: ag}, e); s == nil || ag.ahead == nil || ag.aheadModel != "fake-model" {
+			t.Fatal("no session was opened ahead")
+		}
+		return ag.ahead.ID()
+	}
+	open()
+	if _, ok := ag.takeAhead(Turn{}, "another-model"); ok || ag.ahead != nil {
+		t.Error("a turn with another model took the session opened ahead, or it was kept")
+	}
+	open()
+	if _, ok := ag.takeAhead(Turn{SessionID: "1700000000000_x_cli"}, "fake-model"); ok {
+		t.Error("a later turn of another session took the session opened ahead")
+	}
+	id := open()
+	sess, ok := ag.takeAhead(Turn{Policy: acp.ReadOnly(false)}, "fake-model")
+	if !ok || sess.ID() != id {
+		t.Fatalf("a fitting turn did not get the session opened ahead (%v)", ok)
+	}
+	if _, again := ag.takeAhead(Turn{}, "fake-model"); again {
+		t.Error("the session opened ahead was given twice")
+	}
+}

@@ -72,7 +72,7 @@ func benchSessions(server, fake, image string, n int, gap time.Duration) error {
 // per conversation) and in Docker with warm containers (a spare agent, started and initialized
 // before the call, takes each). The first two rounds are not counted. It prints p50 and p95 and
 // the ratio to the host's; it asserts nothing.
-func benchFirstTurns(server, fake, image string, n int, gap time.Duration) error {
+func benchFirstTurns(server, baseline, fake, image string, n int, gap time.Duration) error {
 	root, work, env, err := benchWorld("benchbridge-first-")
 	if err != nil {
 		return err
@@ -87,16 +87,20 @@ func benchFirstTurns(server, fake, image string, n int, gap time.Duration) error
 	docker := dockerArgs(image)
 	type benchServer struct {
 		name string
+		bin  string
 		args []string
 		took []time.Duration
 	}
 	servers := []*benchServer{
-		{name: "host", args: acp()},
-		{name: "docker", args: acp(docker...)},
-		{name: "docker, warm 2", args: acp(append(docker, "--docker-warm", "2")...)},
+		{name: "host", bin: server, args: acp()},
+		{name: "docker", bin: server, args: acp(docker...)},
+		{name: "docker, warm 2", bin: server, args: acp(append(docker, "--docker-warm", "2")...)},
+	}
+	if baseline != "" { // the same warm server of another binary, in the same rounds
+		servers = append(servers, &benchServer{name: "baseline, warm 2", bin: baseline, args: acp(append(docker, "--docker-warm", "2")...)})
 	}
 	sessions, closeAll, err := startServers(fake, env, work, len(servers), func(i int) (string, string, []string) {
-		return servers[i].name, server, servers[i].args
+		return servers[i].name, servers[i].bin, servers[i].args
 	})
 	defer closeAll()
 	if err != nil {
