@@ -41,7 +41,7 @@ func main() {
 	warmN := flag.Int("warm-n", 20, "calls per server in the warm containers benchmark")
 	warmGap := flag.Duration("warm-gap", time.Second, "pause after each call of the warm containers benchmark (a server's background work after a call stays out of the next call)")
 	image := flag.String("docker-image", "", "fake CLI image for the Docker benchmark (empty skips it)")
-	baseline := flag.String("baseline-cline-mcp", "", "a second cline-mcp binary (e.g. built from main) timed interleaved with -cline-mcp in the workspace and apply benchmark, the warm containers benchmark and the first turns of conversations")
+	baseline := flag.String("baseline-cline-mcp", "", "a second cline-mcp binary (e.g. built from main) timed interleaved with -cline-mcp in the workspace and apply benchmark, the warm containers benchmark and the sessions benchmark")
 	flag.Func("docker-arg", "an extra server flag for the Docker servers of the warm and sessions benchmarks (repeatable), e.g. -docker-arg=--docker-mounts -docker-arg=copy", func(v string) error {
 		dockerExtra = append(dockerExtra, v)
 		return nil
@@ -55,7 +55,7 @@ func main() {
 		return
 	}
 	if *only == "sessions" {
-		if err := benchSessions(*server, *fake, *image, *warmN, *warmGap); err != nil {
+		if err := benchSessions(*server, *baseline, *fake, *image, *warmN, *warmGap); err != nil {
 			fmt.Fprintln(os.Stderr, "benchbridge:", err)
 			os.Exit(1)
 		}

@@ -17,7 +17,7 @@ import (
 // in Docker (the session's live container takes each turn). The first turn of each, which starts
 // the process (and the container), is not counted. It prints p50 and p95 of each and the ratio
 // of the Docker session's to the host session's; it asserts nothing.
-func benchSessions(server, fake, image string, n int, gap time.Duration) error {
+func benchSessions(server, baseline, fake, image string, n int, gap time.Duration) error {
 	if image == "" {
 		return errors.New("the sessions benchmark needs -image")
 	}
@@ -29,16 +29,21 @@ func benchSessions(server, fake, image string, n int, gap time.Duration) error {
 	acp := []string{"--cline-protocol", "acp", "--sessions-dir", filepath.Join(root, "sessions")}
 	type benchServer struct {
 		name string
+		bin  string
 		args []string
 		id   string
 		took []time.Duration
 	}
+	docker := append(append([]string{}, acp...), dockerArgs(image)...)
 	servers := []*benchServer{
-		{name: "host session", args: acp},
-		{name: "docker session", args: append(append([]string{}, acp...), dockerArgs(image)...)},
+		{name: "host session", bin: server, args: acp},
+		{name: "docker session", bin: server, args: docker},
+	}
+	if baseline != "" { // the same Docker session through another binary, in the same rounds
+		servers = append(servers, &benchServer{name: "baseline session", bin: baseline, args: docker})
 	}
 	sessions, closeAll, err := startServers(fake, env, work, len(servers), func(i int) (string, string, []string) {
-		return servers[i].name, server, servers[i].args
+		return servers[i].name, servers[i].bin, servers[i].args
 	})
 	defer closeAll()
 	if err != nil {
